@@ -1,0 +1,52 @@
+import { ConfigError, DEVELOPMENT_ENCRYPTION_KEY, parseConfig } from '@gatehook/core/config';
+import { generateEncryptionKey } from '@gatehook/core/encryption';
+
+describe('parseConfig', () => {
+  it('applies the contract defaults', () => {
+    const config = parseConfig({});
+    expect(config.DATABASE_URL).toBe('postgresql://postgres@127.0.0.1:5432/gatehook');
+    expect(config.REDIS_URL).toBe('redis://127.0.0.1:6379');
+    expect(config.PORT).toBe(3000);
+    expect(config.WORKER_PORT).toBe(3001);
+    expect(config.REDIS_PREFIX).toBe('gatehook');
+    expect(config.DELIVERY_RETRY_SCHEDULE).toEqual([0, 5, 300, 1800, 7200, 18000, 36000, 36000]);
+    expect(config.CIRCUIT_BREAKER_SECONDS).toBe(259200);
+    expect(config.RATE_LIMIT_STORE).toBe('memory');
+    expect(config.GATEHOOK_ENCRYPTION_KEY).toBe(DEVELOPMENT_ENCRYPTION_KEY);
+    expect(config.startupWarnings.join(' ')).toMatch(/DEVELOPMENT key/);
+  });
+
+  it('parses overrides, treating empty values as unset', () => {
+    const key = generateEncryptionKey();
+    const config = parseConfig({
+      PORT: '4000',
+      DELIVERY_RETRY_SCHEDULE: '0,1,1,1,1,1,1,1',
+      GATEHOOK_ENCRYPTION_KEY: key,
+      EGRESS_ALLOW_CIDRS: '127.0.0.1/32',
+      REDIS_PREFIX: '',
+    });
+    expect(config.PORT).toBe(4000);
+    expect(config.DELIVERY_RETRY_SCHEDULE).toEqual([0, 1, 1, 1, 1, 1, 1, 1]);
+    expect(config.REDIS_PREFIX).toBe('gatehook');
+    expect(config.startupWarnings.join(' ')).toMatch(/EGRESS_ALLOW_CIDRS/);
+  });
+
+  it('names every invalid variable in one readable error', () => {
+    expect(() => parseConfig({ PORT: 'eighty', DELIVERY_RETRY_SCHEDULE: '1,2', RATE_LIMIT_STORE: 'disk' })).toThrow(
+      ConfigError,
+    );
+    try {
+      parseConfig({ PORT: 'eighty', DELIVERY_RETRY_SCHEDULE: '1,2', RATE_LIMIT_STORE: 'disk' });
+    } catch (error) {
+      const message = (error as Error).message;
+      expect(message).toMatch(/PORT/);
+      expect(message).toMatch(/DELIVERY_RETRY_SCHEDULE: must be 8/);
+      expect(message).toMatch(/RATE_LIMIT_STORE/);
+    }
+  });
+
+  it('requires a real key in production and validates key length', () => {
+    expect(() => parseConfig({ NODE_ENV: 'production' })).toThrow(/GATEHOOK_ENCRYPTION_KEY: required/);
+    expect(() => parseConfig({ GATEHOOK_ENCRYPTION_KEY: 'c2hvcnQ=' })).toThrow(/32 bytes/);
+  });
+});

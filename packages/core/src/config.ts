@@ -1,0 +1,93 @@
+import { z } from 'zod';
+
+/** Fixed key used only outside production so that `pnpm start` works on a fresh machine; never for real data. */
+export const DEVELOPMENT_ENCRYPTION_KEY = 'Z2F0ZWhvb2stZGV2ZWxvcG1lbnQta2V5LW5vdC1zZWM=';
+
+const integer = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
+
+const retrySchedule = z
+  .string()
+  .transform((value, ctx) => {
+    const parts = value.split(',').map((p) => p.trim());
+    const seconds = parts.map(Number);
+    if (parts.length !== 8 || seconds.some((s) => !Number.isFinite(s) || s < 0)) {
+      ctx.addIssue({ code: 'custom', message: 'must be 8 comma-separated non-negative numbers of seconds' });
+      return z.NEVER;
+    }
+    return seconds;
+  });
+
+const envSchema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DATABASE_URL: z.string().min(1).default('postgresql://postgres@127.0.0.1:5432/gatehook'),
+  REDIS_URL: z.string().min(1).default('redis://127.0.0.1:6379'),
+  PORT: integer(0, 65535).default(3000),
+  WORKER_PORT: integer(0, 65535).default(3001),
+  REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : - only')
+    .default('gatehook'),
+  RECONCILE_INTERVAL_MS: integer(100).default(5000),
+  GATEHOOK_ENCRYPTION_KEY: z.string().optional(),
+  DELIVERY_RETRY_SCHEDULE: retrySchedule.default([0, 5, 300, 1800, 7200, 18000, 36000, 36000]),
+  DELIVERY_TIMEOUT_MS: integer(100, 600_000).default(15000),
+  BATCH_LINGER_MS: integer(0, 600_000).default(1000),
+  CIRCUIT_BREAKER_SECONDS: integer(1).default(259200),
+  SECRET_ROTATION_OVERLAP_SECONDS: integer(0).default(86400),
+  DELIVERY_RETENTION_DAYS: integer(1).default(30),
+  RETRY_AFTER_CAP_SECONDS: integer(0).default(3600),
+  EGRESS_ALLOW_CIDRS: z.string().default(''),
+  EGRESS_EXTRA_CA_FILE: z.string().default(''),
+  RATE_LIMIT_STORE: z.enum(['memory', 'redis']).default('memory'),
+  RATE_LIMIT_FAIL_MODE: z.enum(['open', 'closed']).default('open'),
+});
+
+export type Config = Omit<z.output<typeof envSchema>, 'GATEHOOK_ENCRYPTION_KEY'> & {
+  GATEHOOK_ENCRYPTION_KEY: string;
+  /** Warnings to log once at start-up (development key in use, egress exemptions). */
+  startupWarnings: string[];
+};
+
+/** Thrown when the environment is invalid; its message lists every bad variable. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Parses the environment once, failing fast with a readable message naming every invalid variable. */
+export function parseConfig(env: Record<string, string | undefined>): Config {
+  // An empty variable means "not set", as in most deployment tools.
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const result = envSchema.safeParse(present);
+  if (!result.success) {
+    const lines = result.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  const parsed = result.data;
+  const startupWarnings: string[] = [];
+  let key = parsed.GATEHOOK_ENCRYPTION_KEY;
+  if (!key) {
+    if (parsed.NODE_ENV === 'production') {
+      throw new ConfigError('invalid configuration:\n  GATEHOOK_ENCRYPTION_KEY: required when NODE_ENV=production');
+    }
+    key = DEVELOPMENT_ENCRYPTION_KEY;
+    startupWarnings.push(
+      'GATEHOOK_ENCRYPTION_KEY is not set: using the fixed DEVELOPMENT key. Secrets at rest are NOT protected. ' +
+        'Set GATEHOOK_ENCRYPTION_KEY (32 random bytes, base64) before storing real data.',
+    );
+  }
+  for (const [index, entry] of key.split(',').entries()) {
+    if (Buffer.from(entry.trim(), 'base64').length !== 32) {
+      throw new ConfigError(
+        `invalid configuration:\n  GATEHOOK_ENCRYPTION_KEY: key ${index + 1} must be 32 bytes encoded as base64`,
+      );
+    }
+  }
+  if (parsed.EGRESS_ALLOW_CIDRS) {
+    startupWarnings.push(
+      `EGRESS_ALLOW_CIDRS is set (${parsed.EGRESS_ALLOW_CIDRS}): deliveries may reach these non-public addresses. ` +
+        'This is for development and tests only.',
+    );
+  }
+  return { ...parsed, GATEHOOK_ENCRYPTION_KEY: key, startupWarnings };
+}

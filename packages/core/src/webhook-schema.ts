@@ -1,0 +1,161 @@
+import { z } from 'zod';
+import { isKnownAction } from './event-catalogue';
+
+export const WEBHOOK_FORMATS = ['single', 'array', 'ndjson'] as const;
+export const WEBHOOK_STATUSES = ['active', 'paused', 'disabled'] as const;
+export const DISABLED_REASONS = ['gone', 'circuit_breaker', 'template_error', 'manual'] as const;
+export const DESTINATIONS = [
+  'generic', 'slack', 'teams', 'discord', 'pagerduty', 'opsgenie', 'datadog',
+  'splunk', 'elastic', 'sumo_logic', 'sentinel', 'chronicle',
+] as const;
+
+/** Headers the delivery owns; a webhook's custom headers can never set them (CONTRACT section 4). */
+export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
+  'content-type', 'content-length', 'host', 'user-agent', 'webhook-id', 'webhook-timestamp',
+  'webhook-signature', 'transfer-encoding', 'connection',
+]);
+
+/** Length limits where SPEC.md says "not shown"; recorded in docs/webhooks.md. */
+export const WEBHOOK_LIMITS = {
+  nameLength: 200,
+  urlLength: 2048,
+  events: 200,
+  conditionLength: 1024,
+  templateLength: 65_536,
+  vars: 50,
+  varNameLength: 64,
+  varValueLength: 4096,
+  headers: 50,
+  headerNameLength: 128,
+  headerValueLength: 4096,
+} as const;
+
+// RFC 9110 token characters.
+const HTTP_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+const name = z
+  .string()
+  .trim()
+  .min(1, 'name must not be blank')
+  .max(WEBHOOK_LIMITS.nameLength, `name must be at most ${WEBHOOK_LIMITS.nameLength} characters`);
+
+const events = z
+  .array(z.string(), { error: 'events must be an array of action names' })
+  .min(1, 'events must name at least one action, or *')
+  .max(WEBHOOK_LIMITS.events, `events may name at most ${WEBHOOK_LIMITS.events} actions`)
+  .superRefine((list, ctx) => {
+    const seen = new Set<string>();
+    list.forEach((action, index) => {
+      if (action === '*') {
+        if (list.length > 1) ctx.addIssue({ code: 'custom', path: [index], message: '* must be the only entry' });
+      } else if (!isKnownAction(action)) {
+        ctx.addIssue({ code: 'custom', path: [index], message: `unknown action "${action}" (see GET /event-types)` });
+      }
+      if (seen.has(action)) ctx.addIssue({ code: 'custom', path: [index], message: `duplicate action "${action}"` });
+      seen.add(action);
+    });
+  });
+
+const condition = z
+  .string()
+  .max(WEBHOOK_LIMITS.conditionLength, `condition must be at most ${WEBHOOK_LIMITS.conditionLength} characters`);
+const template = z
+  .string()
+  .max(WEBHOOK_LIMITS.templateLength, `template must be at most ${WEBHOOK_LIMITS.templateLength} characters`);
+const destination = z.enum(DESTINATIONS).nullable();
+const format = z.enum(WEBHOOK_FORMATS);
+const maxEvents = z.number().int('max_events must be an integer').min(1, 'max_events must be 1 to 100').max(100, 'max_events must be 1 to 100');
+
+const vars = z
+  .record(z.string(), z.string({ error: 'variable values must be strings' }))
+  .superRefine((map, ctx) => {
+    const names = Object.keys(map);
+    if (names.length > WEBHOOK_LIMITS.vars) ctx.addIssue({ code: 'custom', message: `at most ${WEBHOOK_LIMITS.vars} variables` });
+    for (const key of names) {
+      if (!VAR_NAME.test(key) || key.length > WEBHOOK_LIMITS.varNameLength) {
+        ctx.addIssue({ code: 'custom', path: [key], message: 'variable names are letters, digits and _, not starting with a digit, at most 64 characters' });
+      }
+      if ((map[key] ?? '').length > WEBHOOK_LIMITS.varValueLength) {
+        ctx.addIssue({ code: 'custom', path: [key], message: `variable values are at most ${WEBHOOK_LIMITS.varValueLength} characters` });
+      }
+    }
+  });
+
+const headers = z
+  .record(z.string(), z.string({ error: 'header values must be strings' }))
+  .superRefine((map, ctx) => {
+    const names = Object.keys(map);
+    if (names.length > WEBHOOK_LIMITS.headers) ctx.addIssue({ code: 'custom', message: `at most ${WEBHOOK_LIMITS.headers} headers` });
+    const lower = new Set<string>();
+    for (const key of names) {
+      const value = map[key] ?? '';
+      if (!HTTP_TOKEN.test(key) || key.length > WEBHOOK_LIMITS.headerNameLength) {
+        ctx.addIssue({ code: 'custom', path: [key], message: 'header name is not a valid HTTP token' });
+      } else if (RESERVED_HEADERS.has(key.toLowerCase())) {
+        ctx.addIssue({ code: 'custom', path: [key], message: `header "${key}" is reserved and cannot be set` });
+      } else if (lower.has(key.toLowerCase())) {
+        ctx.addIssue({ code: 'custom', path: [key], message: 'header names are case-insensitive; this one is given twice' });
+      }
+      lower.add(key.toLowerCase());
+      // The value is never echoed: it may be a credential.
+      if (/[\r\n\0]/.test(value)) ctx.addIssue({ code: 'custom', path: [key], message: 'header values may not contain CR, LF or NUL' });
+      if (value.length > WEBHOOK_LIMITS.headerValueLength) {
+        ctx.addIssue({ code: 'custom', path: [key], message: `header values are at most ${WEBHOOK_LIMITS.headerValueLength} characters` });
+      }
+    }
+  });
+
+const url = z.string({ error: 'url must be a string' }).max(WEBHOOK_LIMITS.urlLength, `url must be at most ${WEBHOOK_LIMITS.urlLength} characters`);
+
+/** Body of POST /webhooks. The URL's address policy and the condition/template checks run after this. */
+export const createWebhookSchema = z.strictObject({
+  name,
+  url: url.min(1, 'url is required'),
+  events,
+  condition: condition.default(''),
+  destination: destination.default(null),
+  format: format.default('single'),
+  max_events: maxEvents.default(1),
+  template: template.default(''),
+  vars: vars.default({}),
+  headers: headers.default({}),
+});
+export type CreateWebhookInput = z.output<typeof createWebhookSchema>;
+
+/** Body of PATCH /webhooks/{id}: only fields present change; a blank url keeps the stored one. */
+export const patchWebhookSchema = z.strictObject({
+  name: name.optional(),
+  url: url.optional(),
+  events: events.optional(),
+  condition: condition.optional(),
+  destination: destination.optional(),
+  format: format.optional(),
+  max_events: maxEvents.optional(),
+  template: template.optional(),
+  vars: vars.optional(),
+  headers: headers.optional(),
+});
+export type PatchWebhookInput = z.output<typeof patchWebhookSchema>;
+
+/** A webhook as the API returns it: never a URL, header value, var value or secret in clear. */
+export const webhookSchema = z.object({
+  id: z.uuid(),
+  org_id: z.uuid(),
+  name: z.string(),
+  url: z.string().describe('origin plus the last four characters of the URL'),
+  events: z.array(z.string()),
+  condition: z.string(),
+  destination: destination,
+  format,
+  max_events: z.number().int(),
+  template: z.string(),
+  vars: z.record(z.string(), z.literal('')).describe('variable names; values are never returned'),
+  headers: z.record(z.string(), z.literal('')).describe('header names; values are never returned'),
+  status: z.enum(WEBHOOK_STATUSES),
+  disabled_reason: z.enum(DISABLED_REASONS).nullable(),
+  failing_since: z.iso.datetime().nullable(),
+  created_at: z.iso.datetime(),
+  updated_at: z.iso.datetime(),
+});
+export type WebhookView = z.output<typeof webhookSchema>;
