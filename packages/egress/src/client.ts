@@ -1,0 +1,267 @@
+import type { LookupAddress, LookupOptions } from 'node:dns';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Agent } from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+import { StringDecoder } from 'node:string_decoder';
+import tls from 'node:tls';
+import got, { type Response } from 'got';
+import {
+  classifyAddress,
+  findBlockedAddress,
+  hostOf,
+  systemLookup,
+  type CidrList,
+  type HostLookup,
+} from '@gatehook/egress/address-policy';
+
+/** Most of a response body ever read; the rest is dropped with the connection. */
+export const MAX_RESPONSE_BYTES = 64 * 1024;
+/** Size of the response body kept on the attempt. */
+export const SNIPPET_BYTES = 1024;
+
+// Idle keep-alive sockets are dropped before common server idle timeouts (Node 5 s) so a POST is
+// rarely written into a socket the receiver is closing; Node also honours a shorter Keep-Alive hint.
+const IDLE_SOCKET_MS = 4_000;
+const DEFAULT_MAX_SOCKETS_PER_ORIGIN = 8;
+const BLOCKED_CODE = 'EGRESS_BLOCKED_ADDRESS';
+
+export type SendErrorCode =
+  | 'timeout'
+  | 'connection_refused'
+  | 'connection_reset'
+  | 'tls_error'
+  | 'dns_error'
+  | 'blocked_address'
+  | 'redirect_refused'
+  | 'invalid_url'
+  | 'not_https'
+  | 'network_error'
+  | `http_${number}`;
+
+export interface SendRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: string | Buffer;
+}
+
+export interface SendResult {
+  /** 0 when no response arrived. */
+  statusCode: number;
+  /** null on a 2xx; never contains the URL. */
+  error: SendErrorCode | null;
+  durationMs: number;
+  /** First SNIPPET_BYTES of the body as UTF-8 text. */
+  responseSnippet: string;
+  /** Raw Retry-After header, for the scheduler to interpret. */
+  retryAfter: string | null;
+  headers?: IncomingHttpHeaders;
+}
+
+export interface EgressClientOptions {
+  allow: CidrList;
+  /** PEM of extra CAs trusted on top of Node's root store (test receivers with a private CA). */
+  extraCaPem?: string;
+  timeoutMs: number;
+  userAgent: string;
+  maxSocketsPerOrigin?: number;
+  /** Resolver used at connection time; the system resolver unless a test injects one. */
+  lookup?: HostLookup;
+}
+
+export interface EgressClient {
+  send(req: SendRequest): Promise<SendResult>;
+  close(): Promise<void>;
+}
+
+// OpenSSL certificate verification results as Node reports them in error.code.
+const CERT_VERIFY_CODES = new Set([
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_CRL',
+  'UNABLE_TO_DECRYPT_CERT_SIGNATURE',
+  'UNABLE_TO_DECRYPT_CRL_SIGNATURE',
+  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY',
+  'CERT_SIGNATURE_FAILURE',
+  'CRL_SIGNATURE_FAILURE',
+  'CERT_NOT_YET_VALID',
+  'CERT_HAS_EXPIRED',
+  'CRL_NOT_YET_VALID',
+  'CRL_HAS_EXPIRED',
+  'ERROR_IN_CERT_NOT_BEFORE_FIELD',
+  'ERROR_IN_CERT_NOT_AFTER_FIELD',
+  'ERROR_IN_CRL_LAST_UPDATE_FIELD',
+  'ERROR_IN_CRL_NEXT_UPDATE_FIELD',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'CERT_CHAIN_TOO_LONG',
+  'CERT_REVOKED',
+  'INVALID_CA',
+  'PATH_LENGTH_EXCEEDED',
+  'INVALID_PURPOSE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'HOSTNAME_MISMATCH',
+]);
+
+const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NODATA', 'EAI_NONAME', 'ENODATA', 'ESERVFAIL', 'ENONAME']);
+
+/** Maps a transport failure to the attempt's error code; codes carry no URL by construction. */
+export function transportErrorCode(error: unknown): SendErrorCode {
+  const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown };
+  if (name === 'TimeoutError' || code === 'ETIMEDOUT') return 'timeout';
+  if (typeof code !== 'string') return 'network_error';
+  if (code === BLOCKED_CODE) return 'blocked_address';
+  if (code === 'ECONNREFUSED') return 'connection_refused';
+  if (code === 'ECONNRESET' || code === 'EPIPE') return 'connection_reset';
+  if (DNS_CODES.has(code)) return 'dns_error';
+  if (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || code === 'EPROTO' || CERT_VERIFY_CODES.has(code)) {
+    return 'tls_error';
+  }
+  return 'network_error';
+}
+
+function statusErrorCode(statusCode: number): SendErrorCode | null {
+  if (statusCode >= 200 && statusCode < 300) return null;
+  if (statusCode >= 300 && statusCode < 400) return 'redirect_refused';
+  return `http_${statusCode}`;
+}
+
+function errnoError(code: string, message: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(message), { code });
+}
+
+function lookupFamily(options: LookupOptions): 0 | 4 | 6 {
+  const { family } = options;
+  if (family === 4 || family === 'IPv4') return 4;
+  if (family === 6 || family === 'IPv6') return 6;
+  return 0;
+}
+
+/**
+ * A socket lookup that resolves once, refuses the host if any answer is non-public, and hands the
+ * socket only the addresses it checked, so a rebinding resolver cannot swap in another between
+ * check and connect.
+ */
+function checkedLookup(allow: CidrList, resolve: HostLookup): LookupFunction {
+  return (hostname, options, callback) => {
+    const family = lookupFamily(options);
+    resolve(hostname).then(
+      (resolved) => {
+        const blocked = findBlockedAddress(resolved, allow);
+        if (blocked !== null) {
+          callback(errnoError(BLOCKED_CODE, `destination address is not public (${blocked.range})`), '');
+          return;
+        }
+        const addresses: LookupAddress[] = resolved
+          .map((address) => ({ address, family: isIP(address) }))
+          .filter((entry) => entry.family !== 0 && (family === 0 || entry.family === family));
+        const first = addresses[0];
+        if (first === undefined) {
+          callback(errnoError('ENOTFOUND', 'host name resolves to no usable address'), '');
+        } else if (options.all) {
+          callback(null, addresses);
+        } else {
+          callback(null, first.address, first.family);
+        }
+      },
+      (error: NodeJS.ErrnoException) => callback(error, ''),
+    );
+  };
+}
+
+/** Creates the only HTTP client allowed to reach webhook receivers; close() it on shutdown. */
+export function createEgressClient(opts: EgressClientOptions): EgressClient {
+  // One TLS context for the client's lifetime: building one from a CA list parses every root
+  // certificate (tens of milliseconds of blocked event loop), which per connection would add up.
+  const secureContext = tls.createSecureContext({
+    minVersion: 'TLSv1.2',
+    ...(opts.extraCaPem === undefined ? {} : { ca: [...tls.rootCertificates, opts.extraCaPem] }),
+  });
+  const agent = new Agent({
+    keepAlive: true,
+    maxSockets: opts.maxSocketsPerOrigin ?? DEFAULT_MAX_SOCKETS_PER_ORIGIN,
+    timeout: IDLE_SOCKET_MS,
+    secureContext,
+  });
+  const dnsLookup = checkedLookup(opts.allow, opts.lookup ?? systemLookup);
+  let closed = false;
+
+  async function send(req: SendRequest): Promise<SendResult> {
+    if (closed) throw new Error('egress client is closed');
+    const started = performance.now();
+    const result = (statusCode: number, error: SendErrorCode | null, response?: Response, snippet = ''): SendResult => {
+      const retryAfter = response?.headers['retry-after'];
+      return {
+        statusCode,
+        error,
+        durationMs: Math.round(performance.now() - started),
+        responseSnippet: snippet,
+        retryAfter: retryAfter ?? null,
+        ...(response === undefined ? {} : { headers: response.headers }),
+      };
+    };
+
+    let url: URL;
+    try {
+      url = new URL(req.url);
+    } catch {
+      return result(0, 'invalid_url');
+    }
+    if (url.protocol !== 'https:') return result(0, 'not_https');
+    // Sockets skip the lookup for IP literals, so those are checked here instead.
+    const host = hostOf(url);
+    if (isIP(host) !== 0 && !classifyAddress(host, opts.allow).allowed) return result(0, 'blocked_address');
+
+    return new Promise<SendResult>((resolve) => {
+      const stream = got.stream.post(url, {
+        headers: { ...req.headers, 'user-agent': opts.userAgent },
+        body: req.body,
+        throwHttpErrors: false,
+        followRedirect: false,
+        retry: { limit: 0 },
+        timeout: { request: opts.timeoutMs },
+        agent: { https: agent },
+        dnsLookup,
+        enableUnixSockets: false,
+      });
+
+      let response: Response | undefined;
+      const kept: Buffer[] = [];
+      let keptBytes = 0;
+      let receivedBytes = 0;
+      let settled = false;
+      const finish = (error: SendErrorCode | null) => {
+        if (settled) return;
+        settled = true;
+        const snippet = new StringDecoder('utf8').write(Buffer.concat(kept));
+        resolve(result(response?.statusCode ?? 0, error, response, snippet));
+      };
+
+      stream.on('response', (res: Response) => {
+        response = res;
+      });
+      stream.on('data', (chunk: Buffer) => {
+        receivedBytes += chunk.length;
+        if (keptBytes < SNIPPET_BYTES) {
+          const part = chunk.subarray(0, SNIPPET_BYTES - keptBytes);
+          kept.push(part);
+          keptBytes += part.length;
+        }
+        if (receivedBytes > MAX_RESPONSE_BYTES) {
+          finish(statusErrorCode(response?.statusCode ?? 0));
+          stream.destroy();
+        }
+      });
+      stream.on('end', () => finish(statusErrorCode(response?.statusCode ?? 0)));
+      stream.on('error', (error) => finish(transportErrorCode(error)));
+    });
+  }
+
+  async function close(): Promise<void> {
+    closed = true;
+    agent.destroy();
+  }
+
+  return { send, close };
+}
