@@ -1,0 +1,79 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { parsePermissions, ROLES } from '@gatehook/core/api-keys';
+import { issueApiKey, revokeApiKey } from '@gatehook/db/api-keys';
+import { createDb } from '@gatehook/db/client';
+import { applyMigrations } from '@gatehook/db/migrate';
+import { loadConfig } from './env';
+
+const USAGE = `usage:
+  gatehook keys create --org <uuid> --name <text> --role admin|member [--permissions a,b]
+  gatehook keys revoke <key id>
+  gatehook db migrate`;
+
+class UsageError extends Error {}
+
+const createOptions = z.object({
+  org: z.uuid('--org must be a uuid'),
+  name: z.string().trim().min(1, '--name is required').max(200, '--name is at most 200 characters'),
+  role: z.enum(ROLES, '--role must be admin or member'),
+  permissions: z.string().default(''),
+});
+
+async function run(argv: string[]): Promise<string | undefined> {
+  const [group, command, ...rest] = argv;
+  const config = loadConfig();
+  if (group === 'db' && command === 'migrate') {
+    const result = await applyMigrations(config.DATABASE_URL);
+    return JSON.stringify({ applied: result.applied, already_applied: result.alreadyApplied.length });
+  }
+  if (group !== 'keys' || (command !== 'create' && command !== 'revoke')) throw new UsageError(USAGE);
+
+  // Keys need the tables; applying pending migrations first makes the CLI work on a fresh database.
+  await applyMigrations(config.DATABASE_URL);
+  const db = createDb(config.DATABASE_URL, { poolSize: 2 });
+  try {
+    if (command === 'create') {
+      const { values } = parseArgs({
+        args: rest,
+        options: { org: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' }, permissions: { type: 'string' } },
+        strict: true,
+        allowPositionals: false,
+      });
+      const parsed = createOptions.safeParse(values);
+      if (!parsed.success) throw new UsageError(`${parsed.error.issues.map((i) => i.message).join('; ')}\n${USAGE}`);
+      let permissions;
+      try {
+        permissions = parsePermissions(parsed.data.permissions);
+      } catch (error) {
+        throw new UsageError((error as Error).message);
+      }
+      const issued = await issueApiKey(db, { orgId: parsed.data.org, name: parsed.data.name, role: parsed.data.role, permissions });
+      return JSON.stringify(issued);
+    }
+    const id = rest[0];
+    if (!id || rest.length !== 1 || !z.uuid().safeParse(id).success) throw new UsageError(`revoke takes one key id (uuid)\n${USAGE}`);
+    if (!(await revokeApiKey(db, id))) throw new UsageError(`no API key with id ${id}`);
+    return JSON.stringify({ id, revoked: true });
+  } finally {
+    await db.$disconnect();
+  }
+}
+
+run(process.argv.slice(2))
+  .then((line) => {
+    if (line) process.stdout.write(`${line}\n`);
+    process.exit(0);
+  })
+  .catch((error: unknown) => {
+    if (error instanceof UsageError || (error instanceof Error && error.name === 'ConfigError')) {
+      process.stderr.write(`error: ${error.message}\n`);
+      process.exit(2);
+    }
+    if (error instanceof Error && error.message.startsWith('Unknown option')) {
+      process.stderr.write(`error: ${error.message}\n${USAGE}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  });

@@ -1,0 +1,43 @@
+import { once } from 'node:events';
+import { Redis } from 'ioredis';
+import { SecretBox } from '@gatehook/core/encryption';
+import { createLogger } from '@gatehook/core/logger';
+import { createDb } from '@gatehook/db/client';
+import { createApp } from './app';
+import { loadConfig } from './env';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger({ name: 'gatehook-api', level: config.LOG_LEVEL });
+  for (const warning of config.startupWarnings) logger.warn(warning);
+
+  const db = createDb(config.DATABASE_URL);
+  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
+  redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
+  const app = createApp({ config, db, redis, box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY), logger });
+
+  const server = app.listen(config.PORT);
+  await once(server, 'listening');
+  logger.info({ port: config.PORT }, 'api listening');
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping: no new connections, finishing in-flight requests');
+    server.close();
+    server.closeIdleConnections();
+    await once(server, 'close').catch(() => undefined);
+    await Promise.allSettled([db.$disconnect(), redis.quit()]);
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  // Config errors are already readable; anything else gets its stack on stderr (never a secret: none is loaded yet).
+  console.error(error instanceof Error && error.name === 'ConfigError' ? error.message : error);
+  process.exit(1);
+});

@@ -1,0 +1,295 @@
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '@gatehook/core/api-keys';
+import type { SecretBox } from '@gatehook/core/encryption';
+import { AppError, notFound, validationError, type FieldIssue } from '@gatehook/core/errors';
+import { maskUrl } from '@gatehook/core/masking';
+import { generateSigningSecret } from '@gatehook/core/signing-secret';
+import type { CreateWebhookInput, PatchWebhookInput, WebhookView } from '@gatehook/core/webhook-schema';
+import { recordAuditEvent, type Change } from '@gatehook/db/audit-events';
+import type { Db, Prisma } from '@gatehook/db/client';
+import type { Webhook } from '@gatehook/db/generated/client';
+import { checkDestinationUrl, type CidrList, type HostLookup } from '@gatehook/egress/address-policy';
+import { decodeCursor, page } from '../http/pagination';
+
+export interface WebhookDeps {
+  db: Db;
+  box: SecretBox;
+  egressAllow: CidrList;
+  /** Seconds the previous secret stays valid after a rotation. */
+  rotationOverlapSeconds: number;
+  /** Name resolution for the address policy; tests inject one, production uses the system resolver. */
+  lookup?: HostLookup;
+}
+
+/** Who is acting, for audit events: the API key and the request context. */
+export interface Actor {
+  principal: Principal;
+  context: Record<string, string>;
+}
+
+/** Maps a stored webhook to its API form: masks and names only, never a secret value. */
+export function toWebhookView(row: Webhook): WebhookView {
+  return {
+    id: row.id,
+    org_id: row.orgId,
+    name: row.name,
+    url: row.urlMask,
+    events: row.events,
+    condition: row.condition,
+    destination: row.destination as WebhookView['destination'],
+    format: row.format,
+    max_events: row.maxEvents,
+    template: row.template,
+    vars: Object.fromEntries(row.varNames.map((n) => [n, ''] as const)),
+    headers: Object.fromEntries(row.headerNames.map((n) => [n, ''] as const)),
+    status: row.status,
+    disabled_reason: row.disabledReason,
+    failing_since: row.failingSince?.toISOString() ?? null,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+async function checkUrl(deps: WebhookDeps, url: string): Promise<void> {
+  const verdict = await checkDestinationUrl(url, { allow: deps.egressAllow, ...(deps.lookup ? { lookup: deps.lookup } : {}) });
+  if (!verdict.ok) throw validationError([{ path: 'url', message: verdict.message }]);
+}
+
+/**
+ * Applies PATCH semantics to a secret map: a blank value keeps the stored value, a name left out is removed.
+ * A blank value for a name with nothing stored is an error, since there is nothing to keep.
+ */
+function mergeSecretMap(field: 'vars' | 'headers', stored: Record<string, string>, patch: Record<string, string>): Record<string, string> {
+  const issues: FieldIssue[] = [];
+  const merged: Record<string, string> = {};
+  for (const [name, value] of Object.entries(patch)) {
+    if (value !== '') merged[name] = value;
+    else if (Object.hasOwn(stored, name)) merged[name] = stored[name]!;
+    else issues.push({ path: `${field}.${name}`, message: 'a blank value keeps the stored value, but none is stored for this name' });
+  }
+  if (issues.length > 0) throw validationError(issues);
+  return merged;
+}
+
+function sameMap(a: Record<string, string>, b: Record<string, string>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
+}
+
+function auditBase(actor: Actor, webhook: { orgId: string; id: string; name: string }) {
+  return {
+    orgId: webhook.orgId,
+    actorType: 'user' as const,
+    actorId: actor.principal.keyId,
+    actorDisplayName: actor.principal.keyName,
+    resourceType: 'webhook',
+    resourceId: webhook.id,
+    resourceDisplayName: webhook.name,
+    context: actor.context,
+    payload: { webhook_id: webhook.id, webhook_name: webhook.name },
+  };
+}
+
+// Locks the row for the rest of the transaction so that concurrent edits produce exact diffs.
+async function lockWebhook(tx: Prisma.TransactionClient, orgId: string, id: string): Promise<Webhook> {
+  const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM webhooks WHERE id = ${id}::uuid AND org_id = ${orgId}::uuid FOR UPDATE`;
+  if (locked.length === 0) throw notFound('Webhook');
+  return tx.webhook.findUniqueOrThrow({ where: { id } });
+}
+
+/** POST /webhooks: validates, encrypts every secret, records webhook.created; the secret is returned once. */
+export async function createWebhook(deps: WebhookDeps, actor: Actor, input: CreateWebhookInput): Promise<{ webhook: WebhookView; secret: string }> {
+  await checkUrl(deps, input.url);
+  const secret = generateSigningSecret();
+  const id = randomUUID();
+  const now = new Date();
+  const row = await deps.db.$transaction(async (tx) => {
+    const created = await tx.webhook.create({
+      data: {
+        id,
+        orgId: actor.principal.orgId,
+        name: input.name,
+        urlEncrypted: deps.box.encrypt(input.url),
+        urlMask: maskUrl(input.url),
+        events: input.events,
+        condition: input.condition,
+        destination: input.destination,
+        format: input.format,
+        maxEvents: input.max_events,
+        template: input.template,
+        varNames: Object.keys(input.vars),
+        varsEncrypted: deps.box.encryptMap(input.vars),
+        headerNames: Object.keys(input.headers),
+        headersEncrypted: deps.box.encryptMap(input.headers),
+        secretEncrypted: deps.box.encrypt(secret),
+        activeSince: now,
+        createdAt: now,
+      },
+    });
+    await recordAuditEvent(tx, { ...auditBase(actor, created), action: 'webhook.created', changes: [] });
+    return created;
+  });
+  return { webhook: toWebhookView(row), secret };
+}
+
+export interface ListQuery {
+  limit: number;
+  cursor?: string | undefined;
+  status?: 'active' | 'paused' | 'disabled' | undefined;
+}
+
+/** GET /webhooks: newest first, cursor-paginated. */
+export async function listWebhooks(deps: WebhookDeps, orgId: string, query: ListQuery): Promise<{ items: WebhookView[]; next_cursor: string | null }> {
+  const cursor = decodeCursor(query.cursor);
+  const rows = await deps.db.webhook.findMany({
+    where: {
+      orgId,
+      ...(query.status ? { status: query.status } : {}),
+      ...(cursor ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] } : {}),
+    },
+    orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+    take: query.limit + 1,
+  });
+  const { items, nextCursor } = page(rows, query.limit);
+  return { items: items.map(toWebhookView), next_cursor: nextCursor };
+}
+
+/** GET /webhooks/{id}: another organisation's webhook is the same 404 as a missing one. */
+export async function getWebhook(deps: WebhookDeps, orgId: string, id: string): Promise<WebhookView> {
+  const row = await deps.db.webhook.findFirst({ where: { id, orgId } });
+  if (!row) throw notFound('Webhook');
+  return toWebhookView(row);
+}
+
+/** PATCH /webhooks/{id}: only fields present change; diffs carry masks and names, never secret values. */
+export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string, patch: PatchWebhookInput): Promise<WebhookView> {
+  const newUrl = patch.url !== undefined && patch.url !== '' ? patch.url : undefined;
+  if (newUrl !== undefined) await checkUrl(deps, newUrl);
+
+  const row = await deps.db.$transaction(async (tx) => {
+    const current = await lockWebhook(tx, actor.principal.orgId, id);
+    const changes: Change[] = [];
+    const data: Prisma.WebhookUpdateInput = {};
+
+    const plain = [
+      ['name', 'name', patch.name],
+      ['events', 'events', patch.events],
+      ['condition', 'condition', patch.condition],
+      ['destination', 'destination', patch.destination],
+      ['format', 'format', patch.format],
+      ['max_events', 'maxEvents', patch.max_events],
+      ['template', 'template', patch.template],
+    ] as const;
+    for (const [field, column, value] of plain) {
+      if (value === undefined) continue;
+      const old = current[column];
+      if (JSON.stringify(old) === JSON.stringify(value)) continue;
+      changes.push({ field, old, new: value });
+      (data as Record<string, unknown>)[column] = value;
+    }
+
+    if (newUrl !== undefined && deps.box.decrypt(current.urlEncrypted) !== newUrl) {
+      const mask = maskUrl(newUrl);
+      changes.push({ field: 'url', old: current.urlMask, new: mask });
+      data.urlEncrypted = deps.box.encrypt(newUrl);
+      data.urlMask = mask;
+    }
+
+    const maps = [
+      ['vars', patch.vars, current.varsEncrypted, current.varNames, 'varNames', 'varsEncrypted'],
+      ['headers', patch.headers, current.headersEncrypted, current.headerNames, 'headerNames', 'headersEncrypted'],
+    ] as const;
+    for (const [field, incoming, storedToken, storedNames, namesColumn, encryptedColumn] of maps) {
+      if (incoming === undefined) continue;
+      const stored = storedToken ? deps.box.decryptMap(storedToken) : {};
+      const merged = mergeSecretMap(field, stored, incoming);
+      if (sameMap(stored, merged)) continue;
+      // Names only: values of vars and headers never enter an audit diff.
+      changes.push({ field, old: storedNames, new: Object.keys(merged) });
+      (data as Record<string, unknown>)[namesColumn] = Object.keys(merged);
+      (data as Record<string, unknown>)[encryptedColumn] = deps.box.encryptMap(merged);
+    }
+
+    if (changes.length === 0) return current;
+    const updated = await tx.webhook.update({ where: { id }, data });
+    await recordAuditEvent(tx, { ...auditBase(actor, updated), action: 'webhook.updated', changes });
+    return updated;
+  });
+  return toWebhookView(row);
+}
+
+/** DELETE /webhooks/{id}: deliveries go with it; the worker drops jobs whose webhook no longer exists. */
+export async function deleteWebhook(deps: WebhookDeps, actor: Actor, id: string): Promise<void> {
+  await deps.db.$transaction(async (tx) => {
+    const current = await lockWebhook(tx, actor.principal.orgId, id);
+    await tx.webhook.delete({ where: { id } });
+    await recordAuditEvent(tx, { ...auditBase(actor, current), action: 'webhook.deleted', changes: [] });
+  });
+}
+
+/** POST /webhooks/{id}/rotate-secret: the current secret stays valid for the overlap, then only the new one. */
+export async function rotateSecret(deps: WebhookDeps, actor: Actor, id: string): Promise<{ secret: string; previous_valid_until: string }> {
+  const secret = generateSigningSecret();
+  const validUntil = new Date(Date.now() + deps.rotationOverlapSeconds * 1000);
+  await deps.db.$transaction(async (tx) => {
+    const current = await lockWebhook(tx, actor.principal.orgId, id);
+    await tx.webhook.update({
+      where: { id },
+      data: {
+        secretEncrypted: deps.box.encrypt(secret),
+        previousSecretEncrypted: current.secretEncrypted,
+        previousSecretValidUntil: validUntil,
+      },
+    });
+    await recordAuditEvent(tx, {
+      ...auditBase(actor, current),
+      action: 'webhook.secret_rotated',
+      changes: [],
+      payload: { webhook_id: current.id, webhook_name: current.name, previous_valid_until: validUntil.toISOString() },
+    });
+  });
+  return { secret, previous_valid_until: validUntil.toISOString() };
+}
+
+export type StatusOperation = 'enable' | 'disable' | 'pause' | 'resume';
+
+/**
+ * enable and resume make the webhook active, clear the failure streak and deliver only events received from
+ * now on; disable (reason manual) and pause stop deliveries, and the worker drops what is queued for it.
+ */
+export async function changeWebhookStatus(deps: WebhookDeps, actor: Actor, id: string, operation: StatusOperation): Promise<WebhookView> {
+  const row = await deps.db.$transaction(async (tx) => {
+    const current = await lockWebhook(tx, actor.principal.orgId, id);
+    const now = new Date();
+    let data: Prisma.WebhookUpdateInput;
+    switch (operation) {
+      case 'enable':
+      case 'resume':
+        if (operation === 'resume' && current.status === 'disabled') {
+          throw new AppError('conflict', 'A disabled webhook is re-enabled with enable, not resume');
+        }
+        if (current.status === 'active') return current;
+        data = { status: 'active', disabledReason: null, failingSince: null, activeSince: now };
+        break;
+      case 'disable':
+        if (current.status === 'disabled') return current;
+        data = { status: 'disabled', disabledReason: 'manual' };
+        break;
+      case 'pause':
+        if (current.status === 'paused') return current;
+        if (current.status === 'disabled') {
+          throw new AppError('conflict', 'A disabled webhook cannot be paused; enable it first');
+        }
+        data = { status: 'paused', disabledReason: null };
+        break;
+    }
+    const updated = await tx.webhook.update({ where: { id }, data });
+    const changes: Change[] = [{ field: 'status', old: current.status, new: updated.status }];
+    if (current.disabledReason !== updated.disabledReason) {
+      changes.push({ field: 'disabled_reason', old: current.disabledReason, new: updated.disabledReason });
+    }
+    await recordAuditEvent(tx, { ...auditBase(actor, updated), action: 'webhook.updated', changes });
+    return updated;
+  });
+  return toWebhookView(row);
+}

@@ -1,0 +1,25 @@
+import { createServer, type Server } from 'node:http';
+import { probe } from '@gatehook/core/readiness';
+
+export interface WorkerHttpDeps {
+  /** Readiness checks (Postgres, Redis); each must settle quickly. */
+  checks: Record<string, () => Promise<unknown>>;
+}
+
+/** The worker's operations endpoints: /healthz (alive) and /readyz (dependencies reachable). */
+export function createWorkerServer(deps: WorkerHttpDeps): Server {
+  return createServer((req, res) => {
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET') return send(404, { error: { code: 'not_found', message: 'No such route' } });
+    if (path === '/healthz') return send(200, { status: 'ok' });
+    if (path === '/readyz') {
+      void probe(deps.checks).then(({ ok, checks }) => send(ok ? 200 : 503, { status: ok ? 'ok' : 'unavailable', checks }));
+      return;
+    }
+    send(404, { error: { code: 'not_found', message: 'No such route' } });
+  });
+}

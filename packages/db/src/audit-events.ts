@@ -1,0 +1,54 @@
+import { randomUUID } from 'node:crypto';
+import type { Prisma } from './generated/client';
+
+/** One field of a `changes` diff. Secret fields appear only as masks or names, never as values. */
+export interface Change {
+  field: string;
+  old: unknown;
+  new: unknown;
+}
+
+/** An audit event as SPEC 2.4 `data` describes it, before storage. */
+export interface AuditEventInput {
+  id?: string;
+  orgId: string;
+  action: string;
+  actorType: 'user' | 'agent' | 'system';
+  actorId?: string;
+  actorDisplayName?: string;
+  resourceType?: string;
+  resourceId?: string;
+  resourceDisplayName?: string;
+  resources?: Record<string, string>;
+  context?: Record<string, string>;
+  changes?: Change[];
+  payload?: Record<string, unknown>;
+  createdAt?: Date;
+}
+
+/**
+ * Records an audit event inside the caller's transaction. The event waits in the table (fanned_out_at null)
+ * until the worker fans it out, so a change and its event commit together or not at all.
+ */
+export async function recordAuditEvent(tx: Prisma.TransactionClient, input: AuditEventInput): Promise<string> {
+  const id = input.id ?? randomUUID();
+  await tx.auditEvent.create({
+    data: {
+      id,
+      orgId: input.orgId,
+      action: input.action,
+      actorType: input.actorType,
+      actorId: input.actorId ?? '',
+      actorDisplayName: input.actorDisplayName ?? '',
+      resourceType: input.resourceType ?? '',
+      resourceId: input.resourceId ?? '',
+      resourceDisplayName: input.resourceDisplayName ?? '',
+      resources: input.resources ?? {},
+      context: input.context ?? {},
+      changes: (input.changes ?? []) as unknown as Prisma.InputJsonValue,
+      payload: (input.payload ?? {}) as Prisma.InputJsonValue,
+      createdAt: input.createdAt ?? new Date(),
+    },
+  });
+  return id;
+}

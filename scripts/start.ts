@@ -1,0 +1,43 @@
+// `pnpm start`: apply migrations, then run the API and one worker in this terminal. If either exits, the other
+// is stopped and start exits with its code; SIGINT/SIGTERM are passed on so both shut down gracefully.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { parseConfig } from '@gatehook/core/config';
+import { applyMigrations } from '@gatehook/db/migrate';
+
+const root = path.resolve(__dirname, '..');
+const tsx = path.join(root, 'node_modules', '.bin', 'tsx');
+
+async function main(): Promise<void> {
+  const config = parseConfig(process.env);
+  const result = await applyMigrations(config.DATABASE_URL);
+  process.stderr.write(`migrations: ${result.applied.length} applied, ${result.alreadyApplied.length} already applied\n`);
+
+  const children: ChildProcess[] = ['apps/api/src/main.ts', 'apps/worker/src/main.ts'].map((entry) =>
+    spawn(tsx, [path.join(root, entry)], { stdio: 'inherit', env: process.env }),
+  );
+  let exiting = false;
+  const stopAll = (signal: NodeJS.Signals) => {
+    for (const child of children) if (child.exitCode === null) child.kill(signal);
+  };
+  for (const child of children) {
+    child.on('exit', (code) => {
+      if (!exiting) {
+        exiting = true;
+        stopAll('SIGTERM');
+      }
+      if (children.every((c) => c.exitCode !== null || c.signalCode !== null)) process.exit(code ?? 0);
+    });
+  }
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      exiting = true;
+      stopAll(signal);
+    });
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});
