@@ -19,6 +19,7 @@ const config: Config = {
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
   testTimeout: 30_000,
   maxWorkers: '50%',
+  globalSetup: '<rootDir>/packages/testkit/src/global-setup.ts',
 };
 
 export default config;

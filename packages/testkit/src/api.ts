@@ -1,0 +1,109 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { Redis } from 'ioredis';
+import { createApp } from '@gatehook/api/app';
+import { parseConfig, type Config } from '@gatehook/core/config';
+import { SecretBox } from '@gatehook/core/encryption';
+import { createLogger } from '@gatehook/core/logger';
+import type { Permission, Role } from '@gatehook/core/api-keys';
+import { issueApiKey } from '@gatehook/db/api-keys';
+import { createDb, type Db } from '@gatehook/db/client';
+import type { HostLookup } from '@gatehook/egress/address-policy';
+import { TEST_DATABASE_URL, TEST_REDIS_URL } from './env';
+
+export interface TestApi {
+  baseUrl: string;
+  config: Config;
+  db: Db;
+  redis: Redis;
+  /** Calls the API with a key; the body is sent as JSON unless it is a string. */
+  call(method: string, path: string, options?: { key?: string; body?: unknown; headers?: Record<string, string> }): Promise<TestResponse>;
+  close(): Promise<void>;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+}
+
+/** Starts the real API on a free port against the test database and Redis, with its own Redis prefix. */
+export async function startTestApi(options: { env?: Record<string, string>; lookup?: HostLookup } = {}): Promise<TestApi> {
+  const config = parseConfig({
+    DATABASE_URL: TEST_DATABASE_URL,
+    REDIS_URL: TEST_REDIS_URL,
+    REDIS_PREFIX: `test_${randomBytes(6).toString('hex')}`,
+    LOG_LEVEL: 'silent',
+    NODE_ENV: 'test',
+    ...options.env,
+  });
+  const db = createDb(config.DATABASE_URL, { poolSize: 4 });
+  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1 });
+  const app = createApp({
+    config,
+    db,
+    redis,
+    box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY),
+    logger: createLogger({ name: 'test-api', level: 'silent' }),
+    ...(options.lookup ? { lookup: options.lookup } : {}),
+  });
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    baseUrl,
+    config,
+    db,
+    redis,
+    async call(method, path, { key, body, headers = {} } = {}) {
+      const init: RequestInit = { method, headers: { ...headers } };
+      if (key) (init.headers as Record<string, string>).authorization = `Bearer ${key}`;
+      if (body !== undefined) {
+        init.body = typeof body === 'string' ? body : JSON.stringify(body);
+        (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+      }
+      const response = await fetch(`${baseUrl}${path}`, init);
+      const text = await response.text();
+      let parsed: unknown;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      return { status: response.status, headers: response.headers, text, body: parsed };
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await Promise.allSettled([db.$disconnect(), redis.quit()]);
+    },
+  };
+}
+
+export interface TestOrg {
+  orgId: string;
+  admin: string;
+  /** A member key holding every permission but not the admin role. */
+  member: string;
+  /** A member key with no permission at all. */
+  nobody: string;
+  key(role: Role, permissions: Permission[]): Promise<string>;
+}
+
+/** A fresh organisation with an admin key, a member with every permission and a member with none. */
+export async function createTestOrg(db: Db): Promise<TestOrg> {
+  const orgId = randomUUID();
+  const key = async (role: Role, permissions: Permission[]) =>
+    (await issueApiKey(db, { orgId, name: `${role}-${permissions.join('+') || 'none'}`, role, permissions })).key;
+  return {
+    orgId,
+    admin: await key('admin', []),
+    member: await key('member', ['manage_webhooks', 'view_rate_limits', 'manage_rate_limits', 'ingest_events', 'check_rate_limits']),
+    nobody: await key('member', []),
+    key,
+  };
+}
