@@ -1,4 +1,4 @@
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
@@ -6,25 +6,18 @@ export type { Logger };
  * Structured JSON logs. Code never logs a URL (only its mask), a header or var value, a body or a secret;
  * the redaction list is a second line of defence for fields that could carry one by accident.
  */
-export function createLogger(options: { name: string; level: string }): Logger {
-  return pino({
-    name: options.name,
-    level: options.level,
-    base: { service: options.name },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    redact: {
-      paths: [
-        'authorization',
-        'headers.authorization',
-        'req.headers.authorization',
-        '*.secret',
-        '*.key',
-        'secret',
-        'key',
-        'url',
-        '*.url',
-      ],
-      censor: '[redacted]',
+export function createLogger(options: { name: string; level: string; destination?: DestinationStream }): Logger {
+  return pino(
+    {
+      name: options.name,
+      level: options.level,
+      base: { service: options.name },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: {
+        paths: ['authorization', 'headers.authorization', 'req.headers.authorization', 'secret', '*.secret', 'key', '*.key', 'url', '*.url'],
+        censor: '[redacted]',
+      },
     },
-  });
+    options.destination ?? pino.destination(1),
+  );
 }

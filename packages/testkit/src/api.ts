@@ -31,7 +31,9 @@ export interface TestResponse {
 }
 
 /** Starts the real API on a free port against the test database and Redis, with its own Redis prefix. */
-export async function startTestApi(options: { env?: Record<string, string>; lookup?: HostLookup } = {}): Promise<TestApi> {
+export async function startTestApi(
+  options: { env?: Record<string, string>; lookup?: HostLookup; logLines?: string[] } = {},
+): Promise<TestApi> {
   const config = parseConfig({
     DATABASE_URL: TEST_DATABASE_URL,
     REDIS_URL: TEST_REDIS_URL,
@@ -47,7 +49,9 @@ export async function startTestApi(options: { env?: Record<string, string>; look
     db,
     redis,
     box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY),
-    logger: createLogger({ name: 'test-api', level: 'silent' }),
+    logger: options.logLines
+      ? createLogger({ name: 'test-api', level: 'trace', destination: { write: (line: string) => void options.logLines!.push(line) } })
+      : createLogger({ name: 'test-api', level: 'silent' }),
     ...(options.lookup ? { lookup: options.lookup } : {}),
   });
   const server: Server = await new Promise((resolve) => {
