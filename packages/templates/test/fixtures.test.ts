@@ -1,0 +1,55 @@
+// Every case under test/cases was run through Go's own text/template by test/gen (npm run fixtures);
+// the engine must produce the same output, or the same error with the same message.
+
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseTemplate, TemplateError } from '../src/template';
+
+interface Fixture {
+  name: string;
+  template: string;
+  data: unknown;
+  templateName: string;
+  source: string;
+  output?: string;
+  error?: { kind: 'parse' | 'exec'; message: string };
+}
+
+const dir = join(__dirname, 'fixtures');
+const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
+
+/**
+ * Cases whose message differs from Go's in a documented way (README, "Divergences"): the test then
+ * checks that the same kind of error occurs and that Go's message starts with the part we assert.
+ */
+const relaxed: Readonly<Record<string, string>> = {};
+
+function run(f: Fixture): { output?: string; error?: { kind: string; message: string } } {
+  try {
+    const t = parseTemplate(f.templateName, f.template);
+    try {
+      return { output: t.execute(f.data) };
+    } catch (err) {
+      if (err instanceof TemplateError) return { error: { kind: err.kind, message: err.message } };
+      throw err;
+    }
+  } catch (err) {
+    if (err instanceof TemplateError) return { error: { kind: err.kind, message: err.message } };
+    throw err;
+  }
+}
+
+describe.each(files)('%s', (file) => {
+  const { cases } = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { cases: Fixture[] };
+  it.each(cases.map((c) => [c.name, c] as const))('%s', (_name, f) => {
+    const got = run(f);
+    const prefix = relaxed[`${file}: ${f.name}`];
+    if (f.error && prefix !== undefined) {
+      expect(got.error?.kind).toBe(f.error.kind);
+      expect(f.error.message.startsWith(prefix)).toBe(true);
+      expect(got.error?.message.startsWith(prefix)).toBe(true);
+      return;
+    }
+    expect(got).toEqual(f.error ? { error: f.error } : { output: f.output });
+  });
+});

@@ -1,0 +1,3 @@
+module gatehook.dev/templates/gen
+
+go 1.19
