@@ -5,7 +5,7 @@ import type { Config } from 'jest';
 // organisation ids and Redis prefix, so files run in parallel.
 const config: Config = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/apps', '<rootDir>/packages'],
+  roots: ['<rootDir>/apps', '<rootDir>/packages', '<rootDir>/docker'],
   testMatch: ['**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   transform: {

@@ -1,0 +1,65 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { TEST_DATABASE_URL, TEST_REDIS_URL } from '@gatehook/testkit/env';
+
+const root = path.resolve(__dirname, '../../..');
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+async function waitFor(url: string, deadline: number): Promise<Response> {
+  for (;;) {
+    try {
+      const response = await fetch(url);
+      if (response.ok) return response;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${url} did not answer in time`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('pnpm start', () => {
+  it('migrates, then serves the API and a worker, and stops both on SIGTERM', async () => {
+    const [apiPort, workerPort] = [await freePort(), await freePort()];
+    const child = spawn('pnpm', ['start'], {
+      cwd: root,
+      detached: true,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: {
+        ...process.env,
+        DATABASE_URL: TEST_DATABASE_URL,
+        REDIS_URL: TEST_REDIS_URL,
+        REDIS_PREFIX: `test_${randomBytes(6).toString('hex')}`,
+        PORT: String(apiPort),
+        WORKER_PORT: String(workerPort),
+        LOG_LEVEL: 'warn',
+      },
+    });
+    let stderr = '';
+    child.stderr!.on('data', (chunk) => (stderr += chunk));
+    try {
+      const deadline = Date.now() + 45_000;
+      await waitFor(`http://127.0.0.1:${apiPort}/healthz`, deadline);
+      await waitFor(`http://127.0.0.1:${workerPort}/healthz`, deadline);
+      expect(await (await waitFor(`http://127.0.0.1:${apiPort}/readyz`, deadline)).json()).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
+      expect(await (await waitFor(`http://127.0.0.1:${workerPort}/readyz`, deadline)).json()).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
+      expect(stderr).toMatch(/migrations: \d+ applied, \d+ already applied/);
+    } finally {
+      process.kill(-child.pid!, 'SIGTERM');
+    }
+    const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
+    expect(code === 0 || signal === 'SIGTERM').toBe(true);
+    await expect(fetch(`http://127.0.0.1:${apiPort}/healthz`)).rejects.toThrow();
+  }, 60_000);
+});
