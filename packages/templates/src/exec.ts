@@ -484,7 +484,7 @@ class Execution {
     try {
       result = (fn.fn as (...a: unknown[]) => unknown)(...argv);
     } catch (err) {
-      if (err instanceof TemplateError || err instanceof RangeError) throw err;
+      if (err instanceof TemplateError || (err instanceof RangeError && /call stack/i.test(err.message))) throw err;
       this.node = node;
       this.errorf(`error calling ${name}: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -595,7 +595,7 @@ export function execute(
     return run.run(data);
   } catch (err) {
     // Data nested deeper than the JS stack allows (printing or encoding it recurses) is a limit too.
-    if (err instanceof RangeError) {
+    if (err instanceof RangeError && /call stack/i.test(err.message)) {
       throw new TemplateError('limit', `template: ${tree.name}: data nested too deeply to execute`);
     }
     throw err;

@@ -276,12 +276,13 @@ class Printer {
         return this.fmtInteger(v, 16, isSigned, verb, ldigits);
       case 'X':
         return this.fmtInteger(v, 16, isSigned, verb, udigits);
+      // Go hands these the operand as uint64, so -1 is 0xFFFFFFFFFFFFFFFF.
       case 'c':
-        return this.fmtC(v);
+        return this.fmtC(BigInt.asUintN(64, v));
       case 'q':
-        return this.fmtQc(v);
+        return this.fmtQc(BigInt.asUintN(64, v));
       case 'U':
-        return this.fmtUnicode(v);
+        return this.fmtUnicode(BigInt.asUintN(64, v));
       default:
         return this.badVerb(verb);
     }

@@ -22,7 +22,10 @@ const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
  * Cases whose message differs from Go's in a documented way (README, "Divergences"): the test then
  * checks that the same kind of error occurs and that Go's message starts with the part we assert.
  */
-const relaxed: Readonly<Record<string, string>> = {};
+const relaxed: Readonly<Record<string, string>> = {
+  // Go pastes the template name into a format string unescaped, so a '%' in it garbles Go's message.
+  'edge.json: template name with percent': 'template: 50%',
+};
 
 function run(f: Fixture): { output?: string; error?: { kind: string; message: string } } {
   try {
