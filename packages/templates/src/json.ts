@@ -9,7 +9,10 @@ import { kindOf, mapGet, mapKeys, typeName, Uint8, type GoMap } from './values';
 
 const hex = '0123456789abcdef';
 
+const needsEscape = /["\\\x00-\x1f\u2028\u2029\ud800-\udfff]/;
+
 function encodeString(s: string): string {
+  if (!needsEscape.test(s)) return '"' + s + '"';
   let out = '"';
   let start = 0;
   const flush = (i: number): void => {
