@@ -80,7 +80,7 @@ export function toBytes(s: string): Uint8Array {
  * Decodes one rune at `i` as Go's utf8.DecodeRune does: an invalid or truncated sequence yields
  * (-1, 1) so the caller handles that single byte.
  */
-export function decodeRune(b: Uint8Array, i: number): [rune: number, size: number] {
+function decodeRune(b: Uint8Array, i: number): [rune: number, size: number] {
   const c0 = b[i] ?? 0;
   if (c0 < 0x80) return [c0, 1];
   const need = c0 >= 0xf0 && c0 <= 0xf4 ? 3 : c0 >= 0xe0 ? (c0 <= 0xef ? 2 : -1) : c0 >= 0xc2 ? 1 : -1;

@@ -4,7 +4,7 @@
 // messages when a template is rejected. Execution is bounded in steps, time, output size and template
 // depth, so a template cannot keep a delivery worker busy or exhaust its memory.
 
-import { byteLength, toValidText } from './bytes';
+import { byteLength, compareStrings, toValidText } from './bytes';
 import { FuncError, TemplateError, locate } from './errors';
 import { printString, sprint } from './fmt';
 import { Boxed, type ParamType, type TemplateFunction } from './funcs';
@@ -24,7 +24,6 @@ import {
   type Tree,
   type VariableNode,
 } from './nodes';
-import { compareStrings } from './bytes';
 import { quote } from './strconv';
 import { isTrue, kindOf, mapGet, mapKeys, typeName, Uint8, type GoMap } from './values';
 
@@ -110,8 +109,8 @@ class Execution {
     this.deadline = Date.now() + limits.maxDurationMs;
   }
 
-  run(data: unknown): string {
-    this.walk(data, false, this.tree.root);
+  run(): string {
+    this.walk(this.vars[0]?.value, false, this.tree.root);
     return toValidText(this.out);
   }
 
@@ -592,7 +591,7 @@ export function execute(
 ): string {
   const run = new Execution(trees, tree, funcs, limits, data);
   try {
-    return run.run(data);
+    return run.run();
   } catch (err) {
     // Data nested deeper than the JS stack allows (printing or encoding it recurses) is a limit too.
     if (err instanceof RangeError && /call stack/i.test(err.message)) {

@@ -17,7 +17,6 @@ class Flags {
   sharp = false;
   space = false;
   zero = false;
-  plusV = false;
   sharpV = false;
   wid = 0;
   prec = 0;
@@ -484,7 +483,6 @@ class Printer {
               if (c === 'v') {
                 this.f.sharpV = this.f.sharp;
                 this.f.sharp = false;
-                this.f.plusV = this.f.plus;
                 this.f.plus = false;
               }
               this.printArg(a[argNum], c);
@@ -552,7 +550,6 @@ class Printer {
         if (verb === 'v') {
           this.f.sharpV = this.f.sharp;
           this.f.sharp = false;
-          this.f.plusV = this.f.plus;
           this.f.plus = false;
         }
         this.printArg(a[argNum], verb);

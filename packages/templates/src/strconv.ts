@@ -260,30 +260,29 @@ export function canBackquote(s: string): boolean {
   return true;
 }
 
-/** Thrown for Go's strconv.ErrSyntax ("invalid syntax"). */
-export class SyntaxError extends Error {
+/** Go's strconv.ErrSyntax ("invalid syntax"). */
+export class ErrSyntax extends Error {
   constructor() {
     super('invalid syntax');
   }
 }
 
 function hexVal(c: string): number {
-  const n = parseInt(c, 16);
-  return Number.isNaN(n) || !/^[0-9a-fA-F]$/.test(c) ? -1 : n;
+  return /^[0-9a-fA-F]$/.test(c) ? parseInt(c, 16) : -1;
 }
 
 /** Go's strconv.UnquoteChar on a JavaScript string; returns the value, whether it is a rune, and the tail. */
 export function unquoteChar(s: string, quoteChar: string): [value: number, multibyte: boolean, tail: string] {
   const c = s[0];
-  if (c === undefined) throw new SyntaxError();
-  if (c === quoteChar && (quoteChar === "'" || quoteChar === '"')) throw new SyntaxError();
+  if (c === undefined) throw new ErrSyntax();
+  if (c === quoteChar && (quoteChar === "'" || quoteChar === '"')) throw new ErrSyntax();
   const cp = s.codePointAt(0) ?? 0;
   if (cp >= 0x80) {
     const w = cp > 0xffff ? 2 : 1;
     return [cp, true, s.slice(w)];
   }
   if (c !== '\\') return [cp, false, s.slice(1)];
-  if (s.length <= 1) throw new SyntaxError();
+  if (s.length <= 1) throw new ErrSyntax();
   const e = s[1] ?? '';
   let rest = s.slice(2);
   switch (e) {
@@ -305,16 +304,16 @@ export function unquoteChar(s: string, quoteChar: string): [value: number, multi
     case 'u':
     case 'U': {
       const n = e === 'x' ? 2 : e === 'u' ? 4 : 8;
-      if (rest.length < n) throw new SyntaxError();
+      if (rest.length < n) throw new ErrSyntax();
       let v = 0;
       for (let j = 0; j < n; j++) {
         const x = hexVal(rest[j] ?? '');
-        if (x < 0) throw new SyntaxError();
+        if (x < 0) throw new ErrSyntax();
         v = v * 16 + x;
       }
       rest = rest.slice(n);
       if (e === 'x') return [v, false, rest];
-      if (v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) throw new SyntaxError();
+      if (v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) throw new ErrSyntax();
       return [v, true, rest];
     }
     case '0':
@@ -326,36 +325,36 @@ export function unquoteChar(s: string, quoteChar: string): [value: number, multi
     case '6':
     case '7': {
       let v = e.charCodeAt(0) - 48;
-      if (rest.length < 2) throw new SyntaxError();
+      if (rest.length < 2) throw new ErrSyntax();
       for (let j = 0; j < 2; j++) {
         const x = (rest[j] ?? '').charCodeAt(0) - 48;
-        if (!(x >= 0 && x <= 7)) throw new SyntaxError();
+        if (!(x >= 0 && x <= 7)) throw new ErrSyntax();
         v = v * 8 + x;
       }
-      if (v > 255) throw new SyntaxError();
+      if (v > 255) throw new ErrSyntax();
       return [v, false, rest.slice(2)];
     }
     case '\\':
       return [0x5c, false, rest];
     case "'":
     case '"':
-      if (e !== quoteChar) throw new SyntaxError();
+      if (e !== quoteChar) throw new ErrSyntax();
       return [e.charCodeAt(0), false, rest];
     default:
-      throw new SyntaxError();
+      throw new ErrSyntax();
   }
 }
 
 /** Go's strconv.Unquote for "…" and `…` literals; a \x escape above 0x7f makes a raw byte. */
 export function unquote(lit: string): string {
   const q = lit[0];
-  if (lit.length < 2 || lit[lit.length - 1] !== q) throw new SyntaxError();
+  if (lit.length < 2 || lit[lit.length - 1] !== q) throw new ErrSyntax();
   const body = lit.slice(1, -1);
   if (q === '`') {
-    if (body.includes('`')) throw new SyntaxError();
+    if (body.includes('`')) throw new ErrSyntax();
     return body.replace(/\r/g, '');
   }
-  if (q !== '"') throw new SyntaxError();
+  if (q !== '"') throw new ErrSyntax();
   if (!body.includes('\\') && !body.includes('"') && !body.includes('\n')) return body;
   const bytes: number[] = [];
   let rest = body;

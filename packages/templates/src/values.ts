@@ -126,7 +126,3 @@ export function isTrue(v: unknown): boolean {
       return true;
   }
 }
-
-/** Go's int range, which template integer literals and indexes must fit. */
-export const MAX_INT = (1n << 63n) - 1n;
-export const MIN_INT = -(1n << 63n);
