@@ -1,6 +1,7 @@
 """Writes seeded random template cases (test/cases/random-*.json) that widen what the Go fixtures cover:
 arbitrary nesting of builtins, fields, literals and control structures over one data document, and printf with
-random flags, widths, precisions, argument indexes and verbs over random floats. Usage: python3 random_cases.py
+random flags, widths, precisions, argument indexes and verbs over random floats; and token soup (random sequences of delimiters, keywords and operands) for the
+lexer's and parser's error messages and lines. Usage: python3 random_cases.py
 (then regenerate fixtures). %p is left out: Go prints pointer addresses for it."""
 import json, os, random, struct
 
@@ -67,10 +68,23 @@ def printf_cases(n):
         cases.append({"name": f"printf {i}", "template": '{{printf ' + json.dumps(fmt(), ensure_ascii=False) + ' ' + args + '}}|{{.f0}}|{{json .f1}}|{{.l}}', "data": data})
     return cases
 
+syntax_tokens = ['{{', '}}', '{{- ', ' -}}', '{{-', '-}}', ' ', ' ', '\n', '.', '.a', '.b.c', 'a', '$', '$x', '$x := ',
+                 '$x = ', '(', ')', '|', '"s"', "'c'", '`r`', '/*', '*/', '{{/* c */}}', ':=', '=', ',', 'if ', 'end',
+                 'else', 'else if ', 'range ', 'with ', 'define "d"', 'template "d"', 'block "b" .', 'break', 'continue',
+                 '1', '-1', '1.5', '0x', 'nil', 'true', 'len', 'print', 'printf "%v"', 'index', 'eq', 'and', 'x', 'é',
+                 '\t', '#', '"unterminated', "'", '`', '{{end}}', '{{else}}']
+
+
+def syntax_cases(n):
+    doc = {"a": {"x": 1}, "b": {"c": [1, 2]}, "x": "y"}
+    return [{"name": f"syntax {i}", "template": ''.join(random.choice(syntax_tokens) for _ in range(random.randint(1, 14))),
+             "data": doc} for i in range(n)]
+
 
 if __name__ == '__main__':
     here = os.path.dirname(os.path.abspath(__file__))
-    for name, make in (('random-structure.json', structure_cases), ('random-printf.json', printf_cases)):
+    for name, make in (('random-structure.json', structure_cases), ('random-printf.json', printf_cases),
+                       ('random-syntax.json', syntax_cases)):
         random.seed(name)
         with open(os.path.join(here, '..', 'cases', name), 'w') as fh:
             json.dump(make(300), fh, ensure_ascii=False, indent=1)
