@@ -5,7 +5,7 @@
 // depth, so a template cannot keep a delivery worker busy or exhaust its memory.
 
 import { byteLength, compareStrings, toValidText } from './bytes';
-import { FuncError, TemplateError, locate } from './errors';
+import { TemplateError, locate } from './errors';
 import { printString, sprint } from './fmt';
 import { Boxed, type ParamType, type TemplateFunction } from './funcs';
 import {
@@ -342,7 +342,7 @@ class Execution {
         this.notAFunction(cmd.args, final);
         return this.evalPipeline(dot, dotBoxed, first);
       case 'variable':
-        return this.evalVariableNode(dot, dotBoxed, first, cmd.args, final);
+        return this.evalVariableNode(first, cmd.args, final);
     }
     this.node = first;
     this.notAFunction(cmd.args, final);
@@ -370,31 +370,30 @@ class Execution {
 
   private evalFieldNode(dot: unknown, dotBoxed: boolean, field: FieldNode, args: readonly ArgNode[] | undefined, final: Final): unknown {
     this.node = field;
-    return this.evalFieldChain(dot, dot, dotBoxed, field, field.ident, args, final);
+    return this.evalFieldChain(dot, dotBoxed, field.ident, args, final);
   }
 
   private evalChainNode(dot: unknown, dotBoxed: boolean, chain: ChainNode, args: readonly ArgNode[] | undefined, final: Final): unknown {
     this.node = chain;
     if (chain.node.kind === 'nil') this.errorf(`indirection through explicit nil in ${nodeString(chain)}`);
     const base = this.evalArg(dot, dotBoxed, undefined, chain.node);
-    return this.evalFieldChain(dot, base, false, chain, chain.field, args, final);
+    return this.evalFieldChain(base, false, chain.field, args, final);
   }
 
-  private evalVariableNode(dot: unknown, dotBoxed: boolean, v: VariableNode, args: readonly ArgNode[] | undefined, final: Final): unknown {
+  private evalVariableNode(v: VariableNode, args: readonly ArgNode[] | undefined, final: Final): unknown {
     this.node = v;
     const variable = this.varValue(v.ident[0] as string);
     if (v.ident.length === 1) {
       this.notAFunction(args ?? [v], final);
       return variable.value;
     }
-    return this.evalFieldChain(dot, variable.value, variable.boxed, v, v.ident.slice(1), args, final);
+    return this.evalFieldChain(variable.value, variable.boxed, v.ident.slice(1), args, final);
   }
 
+  // Go passes dot and the node along for method calls; map data has no methods, so neither is needed.
   private evalFieldChain(
-    dot: unknown,
     receiverIn: unknown,
     boxedIn: boolean,
-    node: Node,
     ident: readonly string[],
     args: readonly ArgNode[] | undefined,
     final: Final,
@@ -537,7 +536,7 @@ class Execution {
         v = this.validateType(this.evalFieldNode(dot, dotBoxed, n, [n], NO_FINAL), t);
         break;
       case 'variable':
-        v = this.validateType(this.evalVariableNode(dot, dotBoxed, n, undefined, NO_FINAL), t);
+        v = this.validateType(this.evalVariableNode(n, undefined, NO_FINAL), t);
         break;
       case 'pipe':
         return this.validateType(this.evalPipeline(dot, dotBoxed, n), t);
