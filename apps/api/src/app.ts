@@ -5,11 +5,17 @@ import type { SecretBox } from '@gatehook/core/encryption';
 import type { Logger } from '@gatehook/core/logger';
 import { GATEHOOK_VERSION } from '@gatehook/core/version';
 import type { Db } from '@gatehook/db/client';
+import type { Sender } from '@gatehook/delivery/attempt';
+import type { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { parseCidrList, type HostLookup } from '@gatehook/egress/address-policy';
+import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import { errorHandler, notFoundHandler } from './http/errors';
 import { buildOpenApi } from './http/openapi';
 import { mountRoutes, type AnyRoute } from './http/route';
+import { auditEventRoutes } from './routes/audit-events';
+import { deliveryRoutes } from './routes/deliveries';
 import { eventTypeRoutes } from './routes/event-types';
+import { notificationRoutes } from './routes/notifications';
 import { healthRoutes } from './routes/health';
 import { webhookRoutes } from './routes/webhooks';
 
@@ -19,6 +25,10 @@ export interface AppDeps {
   redis: Redis;
   box: SecretBox;
   logger: Logger;
+  /** Producer of delivery jobs; without it, ingested events are fanned out by the worker's reconciler. */
+  queues?: DeliveryQueues;
+  /** Outbound sender for test sends (the egress client). */
+  send?: Sender;
   /** Host name resolution for the address policy (tests inject one). */
   lookup?: HostLookup;
 }
@@ -30,20 +40,37 @@ export function createApp(deps: AppDeps): Express {
   app.set('etag', false);
   app.set('query parser', 'simple');
 
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'gatehook_api_' });
+  const requestDuration = new Histogram({
+    name: 'gatehook_http_request_duration_seconds',
+    help: 'API request duration by route and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+
   app.use((req, res, next) => {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      requestDuration.observe({ method: req.method, route: req.route?.path ?? 'unmatched', status: String(res.statusCode) }, ms / 1000);
       // The route template, never the raw URL: query strings may carry cursors, paths carry nothing secret.
       deps.logger.info({ method: req.method, route: req.route?.path ?? 'unmatched', status: res.statusCode, ms: Math.round(ms) }, 'request');
     });
     next();
   });
-  app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
+  const jsonTypes = ['application/json', 'application/*+json'];
+  // Ingestion takes batches of up to 1000 events (5 MB); every other body is at most 1 MB.
+  app.use('/audit-events', express.json({ limit: '5mb', type: jsonTypes }));
+  app.use(express.json({ limit: '1mb', type: jsonTypes }));
 
   const routes: AnyRoute[] = [
     ...healthRoutes(deps.db, deps.redis),
     ...eventTypeRoutes(),
+    ...auditEventRoutes({ db: deps.db, queues: deps.queues, logger: deps.logger }),
+    ...deliveryRoutes({ db: deps.db, box: deps.box, queues: deps.queues, send: deps.send }),
+    ...notificationRoutes(deps.db),
     ...webhookRoutes({
       db: deps.db,
       box: deps.box,
@@ -55,6 +82,9 @@ export function createApp(deps: AppDeps): Express {
   const openapi = buildOpenApi(routes, GATEHOOK_VERSION);
   app.get('/openapi.json', (_req, res) => {
     res.json(openapi);
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.set('content-type', registry.contentType).send(await registry.metrics());
   });
 
   const router = express.Router();

@@ -3,6 +3,8 @@ import { Redis } from 'ioredis';
 import { SecretBox } from '@gatehook/core/encryption';
 import { createLogger } from '@gatehook/core/logger';
 import { createDb } from '@gatehook/db/client';
+import { DeliveryQueues } from '@gatehook/delivery/jobs';
+import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createApp } from './app';
 import { loadConfig } from './env';
 
@@ -14,7 +16,15 @@ async function main(): Promise<void> {
   const db = createDb(config.DATABASE_URL);
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
   redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
-  const app = createApp({ config, db, redis, box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY), logger });
+  const producer = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1 });
+  producer.on('error', () => undefined);
+  const queues = new DeliveryQueues(producer, config.REDIS_PREFIX);
+  const egress = egressClientFromConfig(config);
+  const app = createApp({
+    config, db, redis, queues, logger,
+    box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY),
+    send: (request) => egress.send(request),
+  });
 
   const server = app.listen(config.PORT);
   await once(server, 'listening');
@@ -28,7 +38,8 @@ async function main(): Promise<void> {
     server.close();
     server.closeIdleConnections();
     await once(server, 'close').catch(() => undefined);
-    await Promise.allSettled([db.$disconnect(), redis.quit()]);
+    await Promise.allSettled([queues.close(), egress.close()]);
+    await Promise.allSettled([db.$disconnect(), redis.quit(), producer.quit()]);
     logger.info('stopped');
     process.exit(0);
   };

@@ -1,12 +1,14 @@
 import { createServer, type Server } from 'node:http';
+import type { Registry } from 'prom-client';
 import { probe } from '@gatehook/core/readiness';
 
 export interface WorkerHttpDeps {
   /** Readiness checks (Postgres, Redis); each must settle quickly. */
   checks: Record<string, () => Promise<unknown>>;
+  metrics?: Registry;
 }
 
-/** The worker's operations endpoints: /healthz (alive) and /readyz (dependencies reachable). */
+/** The worker's operations endpoints: /healthz (alive), /readyz (dependencies reachable), /metrics. */
 export function createWorkerServer(deps: WorkerHttpDeps): Server {
   return createServer((req, res) => {
     const send = (status: number, body: unknown) => {
@@ -18,6 +20,17 @@ export function createWorkerServer(deps: WorkerHttpDeps): Server {
     if (path === '/healthz') return send(200, { status: 'ok' });
     if (path === '/readyz') {
       void probe(deps.checks).then(({ ok, checks }) => send(ok ? 200 : 503, { status: ok ? 'ok' : 'unavailable', checks }));
+      return;
+    }
+    if (path === '/metrics' && deps.metrics) {
+      const registry = deps.metrics;
+      void registry.metrics().then(
+        (text) => {
+          res.writeHead(200, { 'content-type': registry.contentType });
+          res.end(text);
+        },
+        () => send(500, { error: { code: 'internal', message: 'An internal error occurred' } }),
+      );
       return;
     }
     send(404, { error: { code: 'not_found', message: 'No such route' } });

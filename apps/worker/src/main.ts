@@ -1,8 +1,10 @@
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
+import { SecretBox } from '@gatehook/core/encryption';
 import { createLogger } from '@gatehook/core/logger';
 import { createDb } from '@gatehook/db/client';
 import { loadConfig } from './env';
+import { startEngine } from './engine';
 import { createWorkerServer } from './http';
 
 async function main(): Promise<void> {
@@ -14,8 +16,10 @@ async function main(): Promise<void> {
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
   redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
 
+  const engine = await startEngine({ config, db, box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY), logger });
   const server = createWorkerServer({
     checks: { postgres: () => db.$queryRaw`SELECT 1`, redis: () => redis.ping() },
+    metrics: engine.metrics.registry,
   });
   server.listen(config.WORKER_PORT);
   await once(server, 'listening');
@@ -27,6 +31,8 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'stopping worker');
     server.close();
+    // Workers finish their in-flight jobs (or hand them back) before connections close.
+    await engine.close();
     await Promise.allSettled([db.$disconnect(), redis.quit()]);
     logger.info('stopped');
     process.exit(0);

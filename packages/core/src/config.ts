@@ -32,6 +32,8 @@ const envSchema = z.object({
   GATEHOOK_ENCRYPTION_KEY: z.string().optional(),
   DELIVERY_RETRY_SCHEDULE: retrySchedule.default([0, 5, 300, 1800, 7200, 18000, 36000, 36000]),
   DELIVERY_TIMEOUT_MS: integer(100, 600_000).default(15000),
+  DELIVERY_CONCURRENCY: integer(1, 10_000).default(50),
+  DELIVERY_ORIGIN_CONCURRENCY: integer(1, 10_000).default(10),
   BATCH_LINGER_MS: integer(0, 600_000).default(1000),
   CIRCUIT_BREAKER_SECONDS: integer(1).default(259200),
   SECRET_ROTATION_OVERLAP_SECONDS: integer(0).default(86400),

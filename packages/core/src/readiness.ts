@@ -1,6 +1,7 @@
 export type CheckResult = 'ok' | 'failed';
 
-async function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+/** Rejects when the promise has not settled within `ms`. */
+export async function within<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error('timeout')), ms);

@@ -39,8 +39,9 @@ export function buildOpenApi(routes: readonly AnyRoute[], version: string): Reco
     };
     if (route.access.kind === 'permission') operation['x-permission'] = route.access.permission;
     if (route.access.kind === 'admin') operation['x-role'] = 'admin';
-    if (route.body) {
-      operation.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } };
+    const body = route.bodyDoc ?? route.body;
+    if (body) {
+      operation.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(body, 'input') } } };
     }
     (paths[route.path] ??= {})[route.method] = operation;
   }

@@ -36,3 +36,8 @@ export function page<T extends { createdAt: Date; id: string }>(rows: T[], limit
   const last = items.at(-1);
   return { items, nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
 }
+
+/** The `where` fragment selecting rows after a cursor in (created_at desc, id desc) order. */
+export function afterCursor(cursor: Cursor | undefined): { OR?: ({ createdAt: { lt: Date } } | { createdAt: Date; id: { lt: string } })[] } {
+  return cursor ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] } : {};
+}

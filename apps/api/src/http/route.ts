@@ -38,6 +38,8 @@ export interface RouteDef<P extends z.ZodType | undefined = undefined, Q extends
   params?: P;
   query?: Q;
   body?: B;
+  /** What /openapi.json shows for the body when it differs from the validating schema (validated in the handler). */
+  bodyDoc?: z.ZodType;
   responses: Record<number, { description: string; schema?: z.ZodType }>;
   handler(ctx: RouteContext<Out<P>, Out<Q>, Out<B>>): Promise<RouteResult>;
 }

@@ -6,10 +6,11 @@ import { maskUrl } from '@gatehook/core/masking';
 import { generateSigningSecret } from '@gatehook/core/signing-secret';
 import type { CreateWebhookInput, PatchWebhookInput, WebhookView } from '@gatehook/core/webhook-schema';
 import { recordAuditEvent, type Change } from '@gatehook/db/audit-events';
+import { cancelQueuedWork } from '@gatehook/delivery/webhook-state';
 import type { Db, Prisma } from '@gatehook/db/client';
 import type { Webhook } from '@gatehook/db/generated/client';
 import { checkDestinationUrl, type CidrList, type HostLookup } from '@gatehook/egress/address-policy';
-import { decodeCursor, page } from '../http/pagination';
+import { afterCursor, decodeCursor, page } from '../http/pagination';
 
 export interface WebhookDeps {
   db: Db;
@@ -145,7 +146,7 @@ export async function listWebhooks(deps: WebhookDeps, orgId: string, query: List
     where: {
       orgId,
       ...(query.status ? { status: query.status } : {}),
-      ...(cursor ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] } : {}),
+      ...afterCursor(cursor),
     },
     orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
     take: query.limit + 1,
@@ -284,6 +285,8 @@ export async function changeWebhookStatus(deps: WebhookDeps, actor: Actor, id: s
         break;
     }
     const updated = await tx.webhook.update({ where: { id }, data });
+    // Pausing or disabling drops what is queued: pending deliveries fail, the batch buffer empties.
+    if (updated.status !== 'active') await cancelQueuedWork(tx, id, updated.status === 'paused' ? 'webhook_paused' : 'webhook_disabled');
     const changes: Change[] = [{ field: 'status', old: current.status, new: updated.status }];
     if (current.disabledReason !== updated.disabledReason) {
       changes.push({ field: 'disabled_reason', old: current.disabledReason, new: updated.disabledReason });

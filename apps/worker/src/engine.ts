@@ -1,0 +1,135 @@
+import { DelayedError, Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { Config } from '@gatehook/core/config';
+import type { SecretBox } from '@gatehook/core/encryption';
+import type { Logger } from '@gatehook/core/logger';
+import type { Db } from '@gatehook/db/client';
+import { attemptDelivery, OriginLimiter, type AttemptDeps } from '@gatehook/delivery/attempt';
+import { fanOut, flushBatch, type FanoutDeps } from '@gatehook/delivery/fanout';
+import { DeliveryQueues, JOBS } from '@gatehook/delivery/jobs';
+import { egressClientFromConfig } from '@gatehook/egress/from-config';
+import { createWorkerMetrics, type WorkerMetrics } from './metrics';
+import { startReconciler } from './reconciler';
+import { sweepRetention } from './retention';
+
+export interface EngineDeps {
+  config: Config;
+  db: Db;
+  box: SecretBox;
+  logger: Logger;
+}
+
+export interface Engine {
+  queues: DeliveryQueues;
+  metrics: WorkerMetrics;
+  /** Stops taking jobs, lets in-flight jobs finish (or hands them back), then closes every connection. */
+  close(): Promise<void>;
+}
+
+const RETENTION_INTERVAL_MS = 3_600_000;
+
+function resultClass(statusCode: number, error: string | null): string {
+  if (statusCode === 0) return 'error';
+  if (statusCode >= 200 && statusCode < 300 && !error) return '2xx';
+  return `${Math.floor(statusCode / 100)}xx`;
+}
+
+/** Starts the delivery engine of one worker process: the queue workers, the reconciler and the retention sweep. */
+export async function startEngine(deps: EngineDeps): Promise<Engine> {
+  const { config, db, box, logger } = deps;
+  const prefix = config.REDIS_PREFIX;
+  // Producers fail fast when Redis is down (the reconciler covers what they could not enqueue); workers wait.
+  const producer = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: true });
+  const workerConnection = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+  for (const connection of [producer, workerConnection]) {
+    connection.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
+  }
+  const queues = new DeliveryQueues(producer, prefix);
+  const metrics = createWorkerMetrics(queues);
+  const egress = egressClientFromConfig(config);
+
+  const fanoutDeps: FanoutDeps = { db, box, queues, batchLingerMs: config.BATCH_LINGER_MS };
+  const attemptDeps: AttemptDeps = {
+    db,
+    box,
+    queues,
+    send: (request) => egress.send(request),
+    limiter: new OriginLimiter(config.DELIVERY_ORIGIN_CONCURRENCY),
+    retrySchedule: config.DELIVERY_RETRY_SCHEDULE,
+    retryAfterCapSeconds: config.RETRY_AFTER_CAP_SECONDS,
+    circuitBreakerSeconds: config.CIRCUIT_BREAKER_SECONDS,
+    timeoutMs: config.DELIVERY_TIMEOUT_MS,
+    onAttempt: ({ durationMs, statusCode, error }) => metrics.attempts.observe({ result: resultClass(statusCode, error) }, durationMs / 1000),
+    onFinished: (outcome) => metrics.deliveries.inc({ outcome }),
+  };
+
+  const common = { connection: workerConnection, prefix };
+  const workers = [
+    new Worker(
+      'fanout',
+      async (job: Job) => {
+        const { orgId, eventIds } = JOBS.fanout.parse(job.data);
+        return fanOut(fanoutDeps, orgId, eventIds);
+      },
+      { ...common, concurrency: 4 },
+    ),
+    new Worker(
+      'batch',
+      async (job: Job) => {
+        const { webhookId } = JOBS.batch.parse(job.data);
+        return flushBatch(fanoutDeps, webhookId);
+      },
+      { ...common, concurrency: 4 },
+    ),
+    new Worker(
+      'deliver',
+      async (job: Job, token?: string) => {
+        const { deliveryId } = JOBS.deliver.parse(job.data);
+        const outcome = await attemptDelivery(attemptDeps, deliveryId);
+        if (outcome.kind === 'origin_busy') {
+          // Hand the slot back instead of waiting on a saturated origin.
+          await job.moveToDelayed(outcome.retryAt.getTime(), token);
+          throw new DelayedError();
+        }
+        return outcome;
+      },
+      // The lock outlasts the request timeout, so a job is never considered stalled while its request runs.
+      { ...common, concurrency: config.DELIVERY_CONCURRENCY, lockDuration: config.DELIVERY_TIMEOUT_MS + 30_000 },
+    ),
+  ];
+  for (const worker of workers) {
+    worker.on('failed', (job, error) => logger.warn({ queue: worker.name, job: job?.id, err: error.message }, 'job failed'));
+    worker.on('error', (error) => logger.warn({ queue: worker.name, err: error.message }, 'worker error'));
+  }
+
+  const reconciler = startReconciler({
+    db,
+    redis: producer,
+    queues,
+    prefix,
+    intervalMs: config.RECONCILE_INTERVAL_MS,
+    batchLingerMs: config.BATCH_LINGER_MS,
+    logger,
+    onReenqueued: (kind, count) => metrics.reenqueued.inc({ kind }, count),
+  });
+  const sweep = () => sweepRetention(db, config.DELIVERY_RETENTION_DAYS, logger).catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'retention sweep failed'));
+  const retentionTimer = setInterval(() => void sweep(), RETENTION_INTERVAL_MS);
+  void sweep();
+
+  let closing: Promise<void> | null = null;
+  return {
+    queues,
+    metrics,
+    close() {
+      closing ??= (async () => {
+        clearInterval(retentionTimer);
+        await reconciler.stop();
+        await Promise.allSettled(workers.map((w) => w.close()));
+        await egress.close();
+        await queues.close();
+        await Promise.allSettled([producer.quit(), workerConnection.quit()]);
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,47 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { DeliveryQueues, JobName } from '@gatehook/delivery/jobs';
+
+export interface WorkerMetrics {
+  registry: Registry;
+  deliveries: Counter<'outcome'>;
+  attempts: Histogram<'result'>;
+  reenqueued: Counter<'kind'>;
+}
+
+/** Prometheus metrics of one worker process: outcomes, attempt latency, queue depth, reconciler re-enqueues. */
+export function createWorkerMetrics(queues: DeliveryQueues): WorkerMetrics {
+  const registry = new Registry();
+  const deliveries = new Counter({
+    name: 'gatehook_deliveries_total',
+    help: 'Deliveries that reached a final status, by outcome',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  const attempts = new Histogram({
+    name: 'gatehook_attempt_duration_seconds',
+    help: 'Duration of delivery attempts, by result class (2xx, 4xx, 5xx, error)',
+    labelNames: ['result'],
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
+    registers: [registry],
+  });
+  const reenqueued = new Counter({
+    name: 'gatehook_reconciler_reenqueued_total',
+    help: 'Work the reconciler put back on the queues because Redis had lost it',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'gatehook_queue_jobs',
+    help: 'Jobs per queue and state',
+    labelNames: ['queue', 'state'],
+    registers: [registry],
+    async collect() {
+      for (const name of ['fanout', 'batch', 'deliver'] as JobName[]) {
+        const counts = await queues.queue(name).getJobCounts('waiting', 'active', 'delayed', 'failed').catch(() => null);
+        if (!counts) continue;
+        for (const [state, value] of Object.entries(counts)) this.set({ queue: name, state }, value);
+      }
+    },
+  });
+  return { registry, deliveries, attempts, reenqueued };
+}

@@ -1,0 +1,89 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '@gatehook/core/logger';
+import type { Db } from '@gatehook/db/client';
+import type { DeliveryQueues } from '@gatehook/delivery/jobs';
+
+export interface ReconcilerDeps {
+  db: Db;
+  redis: Redis;
+  queues: DeliveryQueues;
+  prefix: string;
+  intervalMs: number;
+  batchLingerMs: number;
+  logger: Logger;
+  onReenqueued?: (kind: 'events' | 'deliveries' | 'batches', count: number) => void;
+}
+
+const EVENT_GRACE_MS = 10_000;
+const DELIVERY_GRACE_MS = 30_000;
+const LIMIT = 5000;
+
+/**
+ * One reconciler pass: puts back on the queues whatever Postgres says is due but Redis may have lost (a Redis
+ * restarted empty, a worker killed mid-job, an API that died between commit and enqueue). Events committed more
+ * than 10 s ago and not fanned out; deliveries pending or retrying whose next attempt is more than 30 s overdue
+ * and not leased; batch items older than the linger plus 10 s. Everything downstream is idempotent, so a
+ * re-enqueue of work that was not lost costs a query and nothing else.
+ */
+export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: number; deliveries: number; batches: number }> {
+  const now = Date.now();
+  // A new job id each interval: a copy of a lost job must not be deduplicated against a failed one left in Redis.
+  const round = `r${Math.floor(now / deps.intervalMs)}`;
+
+  const events = await deps.db.auditEvent.findMany({
+    where: { fannedOutAt: null, receivedAt: { lt: new Date(now - EVENT_GRACE_MS) } },
+    select: { orgId: true, id: true },
+    orderBy: { receivedAt: 'asc' },
+    take: LIMIT,
+  });
+  const byOrg = new Map<string, string[]>();
+  for (const e of events) byOrg.set(e.orgId, [...(byOrg.get(e.orgId) ?? []), e.id]);
+  for (const [orgId, ids] of byOrg) await deps.queues.fanout(orgId, ids, { dedupe: true });
+
+  const deliveries = await deps.db.delivery.findMany({
+    where: {
+      status: { in: ['pending', 'retrying'] },
+      nextRetryAt: { lt: new Date(now - DELIVERY_GRACE_MS) },
+      OR: [{ leasedUntil: null }, { leasedUntil: { lt: new Date(now) } }],
+    },
+    select: { id: true },
+    orderBy: { nextRetryAt: 'asc' },
+    take: LIMIT,
+  });
+  await deps.queues.deliverMany(deliveries.map((d) => ({ id: d.id, dueAt: new Date(now), key: round })));
+
+  const batches = await deps.db.batchItem.findMany({
+    where: { createdAt: { lt: new Date(now - deps.batchLingerMs - EVENT_GRACE_MS) } },
+    distinct: ['webhookId'],
+    select: { webhookId: true },
+    take: LIMIT,
+  });
+  for (const b of batches) await deps.queues.flushBatch(b.webhookId, 0, round);
+
+  const counts = { events: events.length, deliveries: deliveries.length, batches: batches.length };
+  if (counts.events) deps.onReenqueued?.('events', counts.events);
+  if (counts.deliveries) deps.onReenqueued?.('deliveries', counts.deliveries);
+  if (counts.batches) deps.onReenqueued?.('batches', counts.batches);
+  if (counts.events || counts.deliveries || counts.batches) deps.logger.info(counts, 'reconciler re-enqueued work');
+  return counts;
+}
+
+/** Runs reconcileOnce every interval in one worker at a time (a Redis lock), until stopped. */
+export function startReconciler(deps: ReconcilerDeps): { stop(): Promise<void> } {
+  const lockKey = `${deps.prefix}:reconciler:lock`;
+  let running: Promise<unknown> | null = null;
+  const tick = async () => {
+    const acquired = await deps.redis.set(lockKey, '1', 'PX', Math.max(deps.intervalMs - 50, 50), 'NX').catch(() => null);
+    if (acquired !== 'OK') return;
+    await reconcileOnce(deps).catch((error: unknown) => deps.logger.warn({ err: (error as Error).message }, 'reconciler pass failed'));
+  };
+  const timer = setInterval(() => {
+    if (!running) running = tick().finally(() => (running = null));
+  }, deps.intervalMs);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,105 @@
+import { createHash } from 'node:crypto';
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+
+/**
+ * The job catalogue: every queue with the schema of its job data. Producers (API, worker, reconciler) and
+ * processors (worker) both go through it. Postgres is the source of truth: a job only says "look at this",
+ * so a lost or duplicated job never loses or duplicates a delivery.
+ */
+export const JOBS = {
+  /** Fan out committed audit events to the matching webhooks of their organisation. */
+  fanout: z.object({ orgId: z.uuid(), eventIds: z.array(z.uuid()).min(1).max(1000) }),
+  /** Turn a webhook's buffered batch items into deliveries (full batches, or those older than the linger). */
+  batch: z.object({ webhookId: z.uuid() }),
+  /** Make the next attempt of a delivery. */
+  deliver: z.object({ deliveryId: z.uuid() }),
+} as const;
+
+export type JobName = keyof typeof JOBS;
+export type JobData<N extends JobName> = z.output<(typeof JOBS)[N]>;
+
+const defaultJobOptions: JobsOptions = {
+  // Processor crashes (a database hiccup) are retried by BullMQ; the state machine's own retries are delays.
+  attempts: 5,
+  backoff: { type: 'exponential', delay: 1000 },
+  removeOnComplete: true,
+  removeOnFail: { count: 1000 },
+};
+
+/** Deterministic job id for a list of event ids, so a reconciler pass does not stack copies of a waiting job. */
+function listId(prefix: string, ids: readonly string[]): string {
+  return `${prefix}.${createHash('sha256').update(ids.join(',')).digest('hex').slice(0, 24)}`;
+}
+
+// The delivery and its due time (plus a reconciler round, when re-enqueued): one job per attempt.
+function deliverJobId(deliveryId: string, dueAt: Date, key?: string): string {
+  return `d.${deliveryId}.${dueAt.getTime()}${key ? `.${key}` : ''}`;
+}
+
+/** Producer side of the catalogue. One instance per process; `close()` is safe to call twice. */
+export class DeliveryQueues {
+  private readonly queues: { [N in JobName]: Queue };
+  private closed = false;
+
+  constructor(connection: Redis, prefix: string) {
+    const make = (name: JobName) => new Queue(name, { connection, prefix, defaultJobOptions });
+    this.queues = { fanout: make('fanout'), batch: make('batch'), deliver: make('deliver') };
+  }
+
+  /** The underlying queues, for metrics and tests. */
+  queue(name: JobName): Queue {
+    return this.queues[name];
+  }
+
+  /** Enqueues fan-out of committed events, in chunks of at most 1000 ids. */
+  async fanout(orgId: string, eventIds: readonly string[], opts: { dedupe?: boolean } = {}): Promise<void> {
+    const jobs = [];
+    for (let i = 0; i < eventIds.length; i += 1000) {
+      const chunk = eventIds.slice(i, i + 1000);
+      const data: JobData<'fanout'> = { orgId, eventIds: chunk };
+      jobs.push({ name: 'fanout', data, opts: opts.dedupe ? { jobId: listId('f', chunk) } : {} });
+    }
+    if (jobs.length > 0) await this.queues.fanout.addBulk(jobs);
+  }
+
+  /**
+   * Schedules a batch flush for a webhook. Flushes are idempotent (items are claimed with row locks), so
+   * duplicates only cost a query; the id limits them to one per webhook per `bucket`.
+   */
+  async flushBatch(webhookId: string, delayMs: number, bucket: string | number): Promise<void> {
+    const data: JobData<'batch'> = { webhookId };
+    await this.queues.batch.add('batch', data, { jobId: `b.${webhookId}.${bucket}`, delay: Math.max(0, delayMs) });
+  }
+
+  /**
+   * Schedules an attempt of a delivery at `dueAt`. The id names the delivery and its due time, so the same
+   * attempt is never queued twice, while a new due time (next retry, manual retry) gets its own job.
+   */
+  async deliver(deliveryId: string, dueAt: Date, key?: string): Promise<void> {
+    const data: JobData<'deliver'> = { deliveryId };
+    await this.queues.deliver.add('deliver', data, {
+      jobId: deliverJobId(deliveryId, dueAt, key),
+      delay: Math.max(0, dueAt.getTime() - Date.now()),
+    });
+  }
+
+  /** Schedules many deliveries at once (fan-out of a large batch). */
+  async deliverMany(deliveries: readonly { id: string; dueAt: Date; key?: string }[]): Promise<void> {
+    if (deliveries.length === 0) return;
+    await this.queues.deliver.addBulk(
+      deliveries.map((d) => ({
+        name: 'deliver',
+        data: { deliveryId: d.id } satisfies JobData<'deliver'>,
+        opts: { jobId: deliverJobId(d.id, d.dueAt, d.key), delay: Math.max(0, d.dueAt.getTime() - Date.now()) },
+      })),
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.allSettled(Object.values(this.queues).map((q) => q.close()));
+  }
+}

@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto';
+import type { SecretBox } from '@gatehook/core/encryption';
+import { USER_AGENT } from '@gatehook/core/version';
+import type { Webhook } from '@gatehook/db/generated/client';
+import type { Sender } from './attempt';
+import { packBodies } from './bodies';
+import { envelopeRenderer, type EventRenderer } from './deliveries';
+import type { AuditEventData } from './envelope';
+import { deliveryHeaders } from './signing';
+
+/** SPEC 2.3: the result of a test send. */
+export interface TestResult {
+  success: boolean;
+  status_code?: number;
+  error?: string;
+  duration_ms: number;
+  response_snippet?: string;
+}
+
+/** The `webhook.test` event of a test send; never stored and never fanned out. */
+export function testEvent(webhook: Pick<Webhook, 'id' | 'orgId' | 'name'>, now = new Date()): AuditEventData {
+  return {
+    id: randomUUID(),
+    org_id: webhook.orgId,
+    action: 'webhook.test',
+    actor_type: 'system',
+    actor_id: 'gatehook',
+    actor_display_name: 'Gatehook',
+    resource_type: 'webhook',
+    resource_id: webhook.id,
+    resource_display_name: webhook.name,
+    resources: {},
+    context: {},
+    changes: [],
+    payload: { webhook_id: webhook.id, webhook_name: webhook.name },
+    created_at: now.toISOString(),
+  };
+}
+
+/**
+ * Sends a `webhook.test` event to one webhook whatever its status, ignoring its condition but using its template,
+ * format, headers and secrets, and waits for the answer (SPEC 4.2). It neither starts nor ends a failure streak.
+ */
+export async function sendTestEvent(deps: { box: SecretBox; send: Sender; renderer?: () => EventRenderer }, webhook: Webhook): Promise<TestResult> {
+  const now = new Date();
+  const rendered = (deps.renderer ?? envelopeRenderer)()(webhook, testEvent(webhook, now));
+  if (!rendered.ok) return { success: false, error: `template_error: ${rendered.error}`, duration_ms: 0 };
+  const { bodies } = packBodies(webhook.format, [{ eventId: randomUUID(), json: rendered.json }], webhook.maxEvents);
+  const body = bodies[0];
+  if (!body) return { success: false, error: 'payload_too_large', duration_ms: 0 };
+
+  const secrets = [deps.box.decrypt(webhook.secretEncrypted)];
+  if (webhook.previousSecretEncrypted && webhook.previousSecretValidUntil && webhook.previousSecretValidUntil > now) {
+    secrets.push(deps.box.decrypt(webhook.previousSecretEncrypted));
+  }
+  const headers = deliveryHeaders({
+    deliveryId: randomUUID(),
+    timestampSeconds: Math.floor(now.getTime() / 1000),
+    body: body.body,
+    secrets,
+    contentType: body.contentType,
+    userAgent: USER_AGENT,
+    custom: webhook.headersEncrypted ? deps.box.decryptMap(webhook.headersEncrypted) : {},
+  });
+  const result = await deps.send({ url: deps.box.decrypt(webhook.urlEncrypted), headers, body: body.body });
+  return {
+    success: result.error === null && result.statusCode >= 200 && result.statusCode < 300,
+    ...(result.statusCode > 0 ? { status_code: result.statusCode } : {}),
+    ...(result.error ? { error: result.error } : {}),
+    duration_ms: Math.round(result.durationMs),
+    ...(result.statusCode > 0 ? { response_snippet: result.responseSnippet } : {}),
+  };
+}

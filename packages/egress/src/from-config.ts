@@ -1,0 +1,16 @@
+import { readFileSync } from 'node:fs';
+import type { Config } from '@gatehook/core/config';
+import { USER_AGENT } from '@gatehook/core/version';
+import { parseCidrList } from './address-policy';
+import { createEgressClient } from './client';
+
+/** The egress client as configured by the environment (allow list, extra CA, timeout, per-origin sockets). */
+export function egressClientFromConfig(config: Config): ReturnType<typeof createEgressClient> {
+  return createEgressClient({
+    allow: parseCidrList(config.EGRESS_ALLOW_CIDRS),
+    ...(config.EGRESS_EXTRA_CA_FILE ? { extraCaPem: readFileSync(config.EGRESS_EXTRA_CA_FILE, 'utf8') } : {}),
+    timeoutMs: config.DELIVERY_TIMEOUT_MS,
+    userAgent: USER_AGENT,
+    maxSocketsPerOrigin: config.DELIVERY_ORIGIN_CONCURRENCY,
+  });
+}
