@@ -17,6 +17,8 @@ export interface EngineDeps {
   db: Db;
   box: SecretBox;
   logger: Logger;
+  /** Reconciler grace periods; the contract's 10 s / 30 s unless a test shortens them. */
+  reconcilerGrace?: { eventsMs: number; deliveriesMs: number };
 }
 
 export interface Engine {
@@ -111,6 +113,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     batchLingerMs: config.BATCH_LINGER_MS,
     logger,
     onReenqueued: (kind, count) => metrics.reenqueued.inc({ kind }, count),
+    ...(deps.reconcilerGrace ? { grace: deps.reconcilerGrace } : {}),
   });
   const sweep = () => sweepRetention(db, config.DELIVERY_RETENTION_DAYS, logger).catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'retention sweep failed'));
   const retentionTimer = setInterval(() => void sweep(), RETENTION_INTERVAL_MS);

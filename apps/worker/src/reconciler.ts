@@ -12,10 +12,11 @@ export interface ReconcilerDeps {
   batchLingerMs: number;
   logger: Logger;
   onReenqueued?: (kind: 'events' | 'deliveries' | 'batches', count: number) => void;
+  /** How long committed work may wait before it counts as lost (CONTRACT 6: 10 s and 30 s; tests shorten them). */
+  grace?: { eventsMs: number; deliveriesMs: number };
 }
 
-const EVENT_GRACE_MS = 10_000;
-const DELIVERY_GRACE_MS = 30_000;
+const DEFAULT_GRACE = { eventsMs: 10_000, deliveriesMs: 30_000 };
 const LIMIT = 5000;
 
 /**
@@ -27,11 +28,12 @@ const LIMIT = 5000;
  */
 export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: number; deliveries: number; batches: number }> {
   const now = Date.now();
+  const grace = deps.grace ?? DEFAULT_GRACE;
   // A new job id each interval: a copy of a lost job must not be deduplicated against a failed one left in Redis.
   const round = `r${Math.floor(now / deps.intervalMs)}`;
 
   const events = await deps.db.auditEvent.findMany({
-    where: { fannedOutAt: null, receivedAt: { lt: new Date(now - EVENT_GRACE_MS) } },
+    where: { fannedOutAt: null, receivedAt: { lt: new Date(now - grace.eventsMs) } },
     select: { orgId: true, id: true },
     orderBy: { receivedAt: 'asc' },
     take: LIMIT,
@@ -43,7 +45,7 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: num
   const deliveries = await deps.db.delivery.findMany({
     where: {
       status: { in: ['pending', 'retrying'] },
-      nextRetryAt: { lt: new Date(now - DELIVERY_GRACE_MS) },
+      nextRetryAt: { lt: new Date(now - grace.deliveriesMs) },
       OR: [{ leasedUntil: null }, { leasedUntil: { lt: new Date(now) } }],
     },
     select: { id: true },
@@ -53,7 +55,7 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: num
   await deps.queues.deliverMany(deliveries.map((d) => ({ id: d.id, dueAt: new Date(now), key: round })));
 
   const batches = await deps.db.batchItem.findMany({
-    where: { createdAt: { lt: new Date(now - deps.batchLingerMs - EVENT_GRACE_MS) } },
+    where: { createdAt: { lt: new Date(now - deps.batchLingerMs - grace.eventsMs) } },
     distinct: ['webhookId'],
     select: { webhookId: true },
     take: LIMIT,

@@ -1,9 +1,8 @@
-import { generateKeyPairSync } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import tls from 'node:tls';
-import forge from 'node-forge';
+import { createPki } from '@gatehook/testkit/pki';
 import { parseCidrList, type HostLookup } from '@gatehook/egress/address-policy';
 import {
   createEgressClient,
@@ -15,70 +14,6 @@ import {
 } from '@gatehook/egress/client';
 
 const TEST_NAME = 'receiver.gatehook.test';
-
-interface Pki {
-  caPem: string;
-  keyPem: string;
-  certPem: string;
-}
-
-/** A throwaway CA and a leaf for localhost, 127.0.0.1 and TEST_NAME, signed by it. */
-function createPki(): Pki {
-  const rsaPair = () => {
-    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    return {
-      privateKey: forge.pki.privateKeyFromPem(privateKey.export({ type: 'pkcs1', format: 'pem' }).toString()),
-      publicKey: forge.pki.publicKeyFromPem(publicKey.export({ type: 'spki', format: 'pem' }).toString()),
-    };
-  };
-  const validity = (cert: forge.pki.Certificate, serial: string) => {
-    cert.serialNumber = serial;
-    cert.validity.notBefore = new Date(Date.now() - 60_000);
-    cert.validity.notAfter = new Date(Date.now() + 24 * 3600_000);
-  };
-
-  const caKeys = rsaPair();
-  const ca = forge.pki.createCertificate();
-  ca.publicKey = caKeys.publicKey;
-  validity(ca, '01');
-  const caName = [{ name: 'commonName', value: 'Gatehook egress test CA' }];
-  ca.setSubject(caName);
-  ca.setIssuer(caName);
-  ca.setExtensions([
-    { name: 'basicConstraints', cA: true, critical: true },
-    { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
-    { name: 'subjectKeyIdentifier' },
-  ]);
-  ca.sign(caKeys.privateKey, forge.md.sha256.create());
-
-  const leafKeys = rsaPair();
-  const leaf = forge.pki.createCertificate();
-  leaf.publicKey = leafKeys.publicKey;
-  validity(leaf, '02');
-  leaf.setSubject([{ name: 'commonName', value: 'localhost' }]);
-  leaf.setIssuer(caName);
-  leaf.setExtensions([
-    { name: 'basicConstraints', cA: false },
-    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
-    { name: 'extKeyUsage', serverAuth: true },
-    {
-      name: 'subjectAltName',
-      altNames: [
-        { type: 2, value: 'localhost' },
-        { type: 2, value: TEST_NAME },
-        { type: 7, ip: '127.0.0.1' },
-      ],
-    },
-    { name: 'authorityKeyIdentifier', keyIdentifier: ca.generateSubjectKeyIdentifier().getBytes() },
-  ]);
-  leaf.sign(caKeys.privateKey, forge.md.sha256.create());
-
-  return {
-    caPem: forge.pki.certificateToPem(ca),
-    keyPem: forge.pki.privateKeyToPem(leafKeys.privateKey),
-    certPem: forge.pki.certificateToPem(leaf),
-  };
-}
 
 interface Received {
   method: string;
@@ -99,7 +34,7 @@ interface Receiver {
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
-const pki = createPki();
+const pki = createPki([TEST_NAME]);
 const servers: Server[] = [];
 const clients: EgressClient[] = [];
 

@@ -9,7 +9,9 @@ import { createLogger } from '@gatehook/core/logger';
 import type { Permission, Role } from '@gatehook/core/api-keys';
 import { issueApiKey } from '@gatehook/db/api-keys';
 import { createDb, type Db } from '@gatehook/db/client';
+import { DeliveryQueues } from '@gatehook/delivery/jobs';
 import type { HostLookup } from '@gatehook/egress/address-policy';
+import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from './env';
 
 export interface TestApi {
@@ -31,23 +33,32 @@ export interface TestResponse {
 }
 
 /** Starts the real API on a free port against the test database and Redis, with its own Redis prefix. */
-export async function startTestApi(
-  options: { env?: Record<string, string>; lookup?: HostLookup; logLines?: string[] } = {},
-): Promise<TestApi> {
-  const config = parseConfig({
+/** Configuration for a test: the test database and Redis, a Redis prefix of its own, quiet logs. */
+export function testConfig(env: Record<string, string> = {}): Config {
+  return parseConfig({
     DATABASE_URL: TEST_DATABASE_URL,
     REDIS_URL: TEST_REDIS_URL,
     REDIS_PREFIX: `test_${randomBytes(6).toString('hex')}`,
     LOG_LEVEL: 'silent',
     NODE_ENV: 'test',
-    ...options.env,
+    ...env,
   });
+}
+
+export async function startTestApi(
+  options: { env?: Record<string, string>; config?: Config; lookup?: HostLookup; logLines?: string[]; queues?: boolean } = {},
+): Promise<TestApi> {
+  const config = options.config ?? testConfig(options.env);
   const db = createDb(config.DATABASE_URL, { poolSize: 4 });
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1 });
+  const queues = options.queues === false ? undefined : new DeliveryQueues(redis, config.REDIS_PREFIX);
+  const egress = egressClientFromConfig(config);
   const app = createApp({
     config,
     db,
     redis,
+    ...(queues ? { queues } : {}),
+    send: (request) => egress.send(request),
     box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY),
     logger: options.logLines
       ? createLogger({ name: 'test-api', level: 'trace', destination: { write: (line: string) => void options.logLines!.push(line) } })
@@ -83,6 +94,7 @@ export async function startTestApi(
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
+      await Promise.allSettled([queues?.close(), egress.close()]);
       await Promise.allSettled([db.$disconnect(), redis.quit()]);
     },
   };

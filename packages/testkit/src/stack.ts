@@ -1,0 +1,89 @@
+import type { Config } from '@gatehook/core/config';
+import { createTestOrg, startTestApi, testConfig, type TestApi, type TestOrg } from './api';
+import { startTestEngine } from './engine';
+import { testCa, type TestReceiver } from './receiver';
+
+export interface Stack {
+  config: Config;
+  api: TestApi;
+  engine: Awaited<ReturnType<typeof startTestEngine>>;
+  org: TestOrg;
+  /** Creates a webhook pointing at a receiver; returns its id and signing secret. */
+  webhook(receiver: TestReceiver, body?: Record<string, unknown>, path?: string): Promise<{ id: string; secret: string }>;
+  /** Ingests events through the API and returns their ids. */
+  ingest(events: Record<string, unknown>[]): Promise<string[]>;
+  /** Polls the API until a delivery list satisfies `predicate`. */
+  deliveries(webhookId: string, predicate: (items: DeliveryView[]) => boolean, timeoutMs?: number): Promise<DeliveryView[]>;
+  close(): Promise<void>;
+}
+
+export interface DeliveryView {
+  id: string;
+  status: string;
+  event_count: number;
+  attempt_count: number;
+  attempts: { at: string; status_code: number; error: string; duration_ms: number; response_snippet: string }[];
+  next_retry_at?: string;
+  retryable: boolean;
+}
+
+/** A delivery test stack: the real API and worker engine on one Redis prefix, receivers on 127.0.0.1 trusted. */
+export async function startStack(env: Record<string, string> = {}, options: { reconcilerGrace?: { eventsMs: number; deliveriesMs: number } } = {}): Promise<Stack> {
+  const config = testConfig({
+    EGRESS_ALLOW_CIDRS: '127.0.0.1/32',
+    EGRESS_EXTRA_CA_FILE: testCa().caFile,
+    DELIVERY_RETRY_SCHEDULE: '0,0.2,0.2,0.2,0.2,0.2,0.2,0.2',
+    BATCH_LINGER_MS: '200',
+    DELIVERY_TIMEOUT_MS: '2000',
+    RECONCILE_INTERVAL_MS: '500',
+    ...env,
+  });
+  const api = await startTestApi({ config });
+  const engine = await startTestEngine(config, options);
+  const org = await createTestOrg(api.db);
+  return {
+    config,
+    api,
+    engine,
+    org,
+    async webhook(receiver, body = {}, path = '/hook') {
+      const r = await api.call('POST', '/webhooks', { key: org.admin, body: { name: 'test', url: receiver.url(path), events: ['*'], ...body } });
+      if (r.status !== 201) throw new Error(`webhook create failed: ${r.status} ${r.text}`);
+      return { id: r.body.id, secret: r.body.secret };
+    },
+    async ingest(events) {
+      const r = await api.call('POST', '/audit-events', { key: org.admin, body: { events } });
+      if (r.status !== 202) throw new Error(`ingest failed: ${r.status} ${r.text}`);
+      return r.body.ids;
+    },
+    async deliveries(webhookId, predicate, timeoutMs = 15_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const r = await api.call('GET', `/webhooks/${webhookId}/deliveries?limit=100`, { key: org.admin });
+        const items = (r.body?.items ?? []) as DeliveryView[];
+        if (predicate(items)) return items;
+        if (Date.now() > deadline) throw new Error(`deliveries: condition not met within ${timeoutMs} ms: ${JSON.stringify(items.map((d) => [d.status, d.attempt_count]))}`);
+        await new Promise((r2) => setTimeout(r2, 50));
+      }
+    },
+    async close() {
+      await engine.stop();
+      await api.close();
+    },
+  };
+}
+
+/** A minimal valid audit event for ingestion. */
+export function auditEvent(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    action: 'policy.created',
+    actor_type: 'user',
+    actor_id: 'u-1',
+    actor_display_name: 'Ada',
+    resource_type: 'policy',
+    resource_id: 'p-1',
+    resource_display_name: 'Default policy',
+    payload: { policy_name: 'Default policy', effect: 'allow' },
+    ...overrides,
+  };
+}
