@@ -6,7 +6,6 @@ import { parseConfig } from '@gatehook/core/config';
 import { applyMigrations } from '@gatehook/db/migrate';
 
 const root = path.resolve(__dirname, '..');
-const tsx = path.join(root, 'node_modules', '.bin', 'tsx');
 
 async function main(): Promise<void> {
   const config = parseConfig(process.env);
@@ -14,7 +13,8 @@ async function main(): Promise<void> {
   process.stderr.write(`migrations: ${result.applied.length} applied, ${result.alreadyApplied.length} already applied\n`);
 
   const children: ChildProcess[] = ['apps/api/src/main.ts', 'apps/worker/src/main.ts'].map((entry) =>
-    spawn(tsx, [path.join(root, entry)], { stdio: 'inherit', env: process.env }),
+    // node itself rather than the tsx CLI, so that signals reach the services directly.
+    spawn(process.execPath, ['--import', 'tsx', path.join(root, entry)], { cwd: root, stdio: 'inherit', env: process.env }),
   );
   let exiting = false;
   const stopAll = (signal: NodeJS.Signals) => {

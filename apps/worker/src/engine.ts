@@ -96,7 +96,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
         return outcome;
       },
       // The lock outlasts the request timeout, so a job is never considered stalled while its request runs.
-      { ...common, concurrency: config.DELIVERY_CONCURRENCY, lockDuration: config.DELIVERY_TIMEOUT_MS + 30_000 },
+      { ...common, concurrency: config.DELIVERY_CONCURRENCY, lockDuration: config.DELIVERY_TIMEOUT_MS + 5_000 },
     ),
   ];
   for (const worker of workers) {

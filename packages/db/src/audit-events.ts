@@ -32,6 +32,7 @@ export interface AuditEventInput {
  */
 export async function recordAuditEvent(tx: Prisma.TransactionClient, input: AuditEventInput): Promise<string> {
   const id = input.id ?? randomUUID();
+  const at = input.createdAt ?? new Date();
   await tx.auditEvent.create({
     data: {
       id,
@@ -47,7 +48,9 @@ export async function recordAuditEvent(tx: Prisma.TransactionClient, input: Audi
       context: input.context ?? {},
       changes: (input.changes ?? []) as unknown as Prisma.InputJsonValue,
       payload: (input.payload ?? {}) as Prisma.InputJsonValue,
-      createdAt: input.createdAt ?? new Date(),
+      createdAt: at,
+      // The same clock as the change it records, so "received after the webhook became active" is exact.
+      receivedAt: at,
     },
   });
   return id;

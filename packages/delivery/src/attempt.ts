@@ -51,7 +51,8 @@ export type AttemptOutcome =
   /** The origin is at its cap: try again shortly, without having consumed anything. */
   | { kind: 'origin_busy'; retryAt: Date };
 
-const LEASE_MARGIN_MS = 30_000;
+// Time after the request's timeout to record its outcome; a lease past this means the worker died mid-attempt.
+const LEASE_MARGIN_MS = 5_000;
 
 /**
  * Makes the next attempt of a delivery (SPEC 3.1, 6.6; CONTRACT 5). A lease in Postgres makes the attempt
