@@ -1,20 +1,12 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import path from 'node:path';
-import { TEST_DATABASE_URL, TEST_REDIS_URL } from '@gatehook/testkit/env';
+import { createTestDatabase } from '@gatehook/testkit/database';
+import { TEST_REDIS_URL } from '@gatehook/testkit/env';
+import { freePort } from '@gatehook/testkit/processes';
 
 const root = path.resolve(__dirname, '../../..');
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 async function waitFor(url: string, deadline: number): Promise<Response> {
   for (;;) {
@@ -32,13 +24,15 @@ async function waitFor(url: string, deadline: number): Promise<Response> {
 describe('pnpm start', () => {
   it('migrates, then serves the API and a worker, and stops both on SIGTERM', async () => {
     const [apiPort, workerPort] = [await freePort(), await freePort()];
+    // Its own database: the worker's reconciler must not pick up other tests' events.
+    const database = await createTestDatabase();
     const child = spawn('pnpm', ['start'], {
       cwd: root,
       detached: true,
       stdio: ['ignore', 'ignore', 'pipe'],
       env: {
         ...process.env,
-        DATABASE_URL: TEST_DATABASE_URL,
+        DATABASE_URL: database.url,
         REDIS_URL: TEST_REDIS_URL,
         REDIS_PREFIX: `test_${randomBytes(6).toString('hex')}`,
         PORT: String(apiPort),
@@ -61,5 +55,6 @@ describe('pnpm start', () => {
     const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
     expect(code === 0 || signal === 'SIGTERM').toBe(true);
     await expect(fetch(`http://127.0.0.1:${apiPort}/healthz`)).rejects.toThrow();
+    await database.drop();
   }, 60_000);
 });

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { issueApiKey } from '@gatehook/db/api-keys';
 import { createDb, type Db } from '@gatehook/db/client';
 import { ingestAuditEvents } from '@gatehook/delivery/ingest';
-import { TEST_DATABASE_URL } from '@gatehook/testkit/env';
+import { createTestDatabase } from '@gatehook/testkit/database';
 import { startRedisServer, startServiceProcess, type ServiceProcess } from '@gatehook/testkit/processes';
 import { startReceiver, testCa, type TestReceiver } from '@gatehook/testkit/receiver';
 import { auditEvent } from '@gatehook/testkit/stack';
@@ -13,10 +13,15 @@ const EVENTS = Number(process.env.CHAOS_EVENTS ?? 150);
 const BATCH = 10;
 
 let db: Db;
-beforeAll(() => {
-  db = createDb(TEST_DATABASE_URL, { poolSize: 2 });
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+beforeAll(async () => {
+  database = await createTestDatabase();
+  db = createDb(database.url, { poolSize: 2 });
 });
-afterAll(() => db.$disconnect());
+afterAll(async () => {
+  await db.$disconnect();
+  await database.drop();
+});
 
 interface Scenario {
   env: Record<string, string>;
@@ -34,7 +39,7 @@ async function scenario(redisUrl: string, api: () => ServiceProcess): Promise<Om
     return { status: 200 };
   });
   const env = {
-    DATABASE_URL: TEST_DATABASE_URL,
+    DATABASE_URL: database.url,
     REDIS_URL: redisUrl,
     REDIS_PREFIX: `chaos_${randomBytes(4).toString('hex')}`,
     EGRESS_ALLOW_CIDRS: '127.0.0.1/32',

@@ -1,5 +1,6 @@
 import type { Config } from '@gatehook/core/config';
 import { createTestOrg, startTestApi, testConfig, type TestApi, type TestOrg } from './api';
+import { createTestDatabase } from './database';
 import { startTestEngine } from './engine';
 import { testCa, type TestReceiver } from './receiver';
 
@@ -27,9 +28,14 @@ export interface DeliveryView {
   retryable: boolean;
 }
 
-/** A delivery test stack: the real API and worker engine on one Redis prefix, receivers on 127.0.0.1 trusted. */
+/**
+ * A delivery test stack: the real API and worker engine on a database and Redis prefix of their own, with
+ * receivers on 127.0.0.1 trusted.
+ */
 export async function startStack(env: Record<string, string> = {}, options: { reconcilerGrace?: { eventsMs: number; deliveriesMs: number } } = {}): Promise<Stack> {
+  const database = await createTestDatabase();
   const config = testConfig({
+    DATABASE_URL: database.url,
     EGRESS_ALLOW_CIDRS: '127.0.0.1/32',
     EGRESS_EXTRA_CA_FILE: testCa().caFile,
     DELIVERY_RETRY_SCHEDULE: '0,0.2,0.2,0.2,0.2,0.2,0.2,0.2',
@@ -69,6 +75,7 @@ export async function startStack(env: Record<string, string> = {}, options: { re
     async close() {
       await engine.stop();
       await api.close();
+      await database.drop();
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError, errorBody } from '@gatehook/core/errors';
 import type { Logger } from '@gatehook/core/logger';
+import { isDatabaseUnavailable } from '@gatehook/db/errors';
 
 // Errors raised by body-parser carry a `type`; map them to the contract's codes.
 function fromParserError(error: { type?: string; status?: number }): AppError | null {
@@ -25,6 +26,10 @@ function fromParserError(error: { type?: string; status?: number }): AppError | 
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
     let appError = error instanceof AppError ? error : fromParserError(error as { type?: string });
+    if (!appError && isDatabaseUnavailable(error)) {
+      logger.warn({ method: req.method, path: req.route?.path ?? 'unmatched' }, 'database unavailable');
+      appError = new AppError('unavailable', 'The service is temporarily unavailable; retry later', undefined, { 'retry-after': '5' });
+    }
     if (!appError) {
       logger.error({ err: error, method: req.method, path: req.route?.path ?? 'unmatched' }, 'unhandled error');
       appError = new AppError('internal', 'An internal error occurred');
