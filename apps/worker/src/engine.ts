@@ -5,7 +5,9 @@ import type { SecretBox } from '@gatehook/core/encryption';
 import type { Logger } from '@gatehook/core/logger';
 import type { Db } from '@gatehook/db/client';
 import { attemptDelivery, OriginLimiter, type AttemptDeps } from '@gatehook/delivery/attempt';
+import { ConditionCache } from '@gatehook/conditions/event-condition';
 import { fanOut, flushBatch, type FanoutDeps } from '@gatehook/delivery/fanout';
+import { conditionMatcher, webhookRenderers } from '@gatehook/delivery/rendering';
 import { DeliveryQueues, JOBS } from '@gatehook/delivery/jobs';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics';
@@ -50,7 +52,18 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
   const metrics = createWorkerMetrics(queues);
   const egress = egressClientFromConfig(config);
 
-  const fanoutDeps: FanoutDeps = { db, box, queues, batchLingerMs: config.BATCH_LINGER_MS };
+  const conditions = new ConditionCache({
+    onInvalid: (webhookId, issues) =>
+      logger.warn({ webhookId, issues: issues.map((i) => i.message) }, 'stored condition no longer compiles; the webhook matches nothing until it is fixed'),
+  });
+  const fanoutDeps: FanoutDeps = {
+    db,
+    box,
+    queues,
+    batchLingerMs: config.BATCH_LINGER_MS,
+    renderer: webhookRenderers(box),
+    matcher: conditionMatcher(conditions),
+  };
   const attemptDeps: AttemptDeps = {
     db,
     box,

@@ -4,6 +4,7 @@ import type { Db } from '@gatehook/db/client';
 import type { Delivery, DeliveryAttempt } from '@gatehook/db/generated/client';
 import type { Sender } from '@gatehook/delivery/attempt';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
+import { webhookRenderers } from '@gatehook/delivery/rendering';
 import { sendTestEvent, type TestResult } from '@gatehook/delivery/test-send';
 import { afterCursor, decodeCursor, page } from '../http/pagination';
 
@@ -114,5 +115,5 @@ export async function retryDelivery(deps: DeliveryDeps, orgId: string, webhookId
 export async function testWebhook(deps: DeliveryDeps, orgId: string, webhookId: string): Promise<TestResult> {
   const webhook = await requireWebhook(deps.db, orgId, webhookId);
   if (!deps.send) throw new AppError('internal', 'Test sends are not configured in this process');
-  return sendTestEvent({ box: deps.box, send: deps.send }, webhook);
+  return sendTestEvent({ box: deps.box, send: deps.send, renderer: webhookRenderers(deps.box) }, webhook);
 }

@@ -6,6 +6,8 @@ import { maskUrl } from '@gatehook/core/masking';
 import { generateSigningSecret } from '@gatehook/core/signing-secret';
 import type { CreateWebhookInput, PatchWebhookInput, WebhookView } from '@gatehook/core/webhook-schema';
 import { recordAuditEvent, type Change } from '@gatehook/db/audit-events';
+import { compileEventCondition } from '@gatehook/conditions/event-condition';
+import { checkPayloadTemplate } from '@gatehook/delivery/payload-template';
 import { cancelQueuedWork } from '@gatehook/delivery/webhook-state';
 import type { Db, Prisma } from '@gatehook/db/client';
 import type { Webhook } from '@gatehook/db/generated/client';
@@ -57,6 +59,23 @@ async function checkUrl(deps: WebhookDeps, url: string): Promise<void> {
 }
 
 /**
+ * Checks the condition against the subscribed events and test-renders the template (SPEC 6.2.8, 6.3.4, 7.1).
+ * Blank means none. Throws one 422 naming `condition` and/or `template`.
+ */
+function checkExpressions(webhook: { condition: string; template: string; events: readonly string[]; vars: Record<string, string> }): void {
+  const issues: FieldIssue[] = [];
+  if (webhook.condition.trim() !== '') {
+    const compiled = compileEventCondition(webhook.condition, webhook.events);
+    if (!compiled.ok) issues.push(...compiled.issues.map((issue) => ({ path: 'condition', message: issue.message })));
+  }
+  if (webhook.template.trim() !== '') {
+    const checked = checkPayloadTemplate(webhook.template, webhook.vars, webhook.events);
+    if (!checked.ok) issues.push({ path: 'template', message: checked.message });
+  }
+  if (issues.length > 0) throw validationError(issues);
+}
+
+/**
  * Applies PATCH semantics to a secret map: a blank value keeps the stored value, a name left out is removed.
  * A blank value for a name with nothing stored is an error, since there is nothing to keep.
  */
@@ -100,6 +119,7 @@ async function lockWebhook(tx: Prisma.TransactionClient, orgId: string, id: stri
 
 /** POST /webhooks: validates, encrypts every secret, records webhook.created; the secret is returned once. */
 export async function createWebhook(deps: WebhookDeps, actor: Actor, input: CreateWebhookInput): Promise<{ webhook: WebhookView; secret: string }> {
+  checkExpressions(input);
   await checkUrl(deps, input.url);
   const secret = generateSigningSecret();
   const id = randomUUID();
@@ -200,10 +220,12 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
       ['vars', patch.vars, current.varsEncrypted, current.varNames, 'varNames', 'varsEncrypted'],
       ['headers', patch.headers, current.headersEncrypted, current.headerNames, 'headerNames', 'headersEncrypted'],
     ] as const;
+    let finalVars: Record<string, string> | undefined;
     for (const [field, incoming, storedToken, storedNames, namesColumn, encryptedColumn] of maps) {
       if (incoming === undefined) continue;
       const stored = storedToken ? deps.box.decryptMap(storedToken) : {};
       const merged = mergeSecretMap(field, stored, incoming);
+      if (field === 'vars') finalVars = merged;
       if (sameMap(stored, merged)) continue;
       // Names only: values of vars and headers never enter an audit diff.
       changes.push({ field, old: storedNames, new: Object.keys(merged) });
@@ -212,6 +234,15 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
     }
 
     if (changes.length === 0) return current;
+    // Narrowing events can invalidate the stored condition; removing a variable can break the template.
+    if (changes.some((c) => ['events', 'condition', 'template', 'vars'].includes(c.field))) {
+      checkExpressions({
+        events: patch.events ?? current.events,
+        condition: patch.condition ?? current.condition,
+        template: patch.template ?? current.template,
+        vars: finalVars ?? (current.varsEncrypted ? deps.box.decryptMap(current.varsEncrypted) : {}),
+      });
+    }
     const updated = await tx.webhook.update({ where: { id }, data });
     await recordAuditEvent(tx, { ...auditBase(actor, updated), action: 'webhook.updated', changes });
     return updated;
