@@ -1,0 +1,31 @@
+/** One line of the benchmark table: a figure, its reference measured in the same run, and their ratio. */
+export interface Figure {
+  figure: string;
+  value: number;
+  unit: string;
+  reference: string;
+  referenceValue: number;
+  /** value / referenceValue for throughputs (higher is better). */
+  ratio: number;
+}
+
+/** Operations per second of `fn`, after a warm-up, over about `seconds`. */
+export function opsPerSecond(fn: () => unknown, seconds: number): number {
+  for (let i = 0; i < 5_000; i += 1) fn();
+  const batch = 500;
+  let ops = 0;
+  const started = performance.now();
+  const until = started + seconds * 1000;
+  while (performance.now() < until) {
+    for (let i = 0; i < batch; i += 1) fn();
+    ops += batch;
+  }
+  return Math.round((ops / (performance.now() - started)) * 1000);
+}
+
+/** A throughput figure against its reference, measured back to back. */
+export function throughput(figure: string, unit: string, fn: () => unknown, reference: string, referenceFn: () => unknown, seconds: number): Figure {
+  const referenceValue = opsPerSecond(referenceFn, seconds);
+  const value = opsPerSecond(fn, seconds);
+  return { figure, value, unit, reference, referenceValue, ratio: Number((value / referenceValue).toFixed(4)) };
+}

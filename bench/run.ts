@@ -1,0 +1,29 @@
+// `pnpm bench`: every benchmark, printed as a table (figure, value, unit, the reference measured in the same run,
+// ratio) and written to bench/results/latest.json. Numbers never fail anything; BENCH_SECONDS sets the time per
+// measurement (CI may run a tiny size).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expressionFigures } from './expressions';
+import type { Figure } from './measure';
+
+const seconds = Number(process.env.BENCH_SECONDS ?? 2);
+
+function main(): void {
+  const figures: Figure[] = [...expressionFigures(seconds)];
+  const rows = figures.map((f) => [f.figure, f.value.toLocaleString('en-US'), f.unit, `${f.reference}: ${f.referenceValue.toLocaleString('en-US')}`, f.ratio.toFixed(3)]);
+  const header = ['figure', 'value', 'unit', 'reference (same run)', 'ratio'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
+  console.log(line(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const row of rows) console.log(line(row));
+
+  const machine = { node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(os.totalmem() / 2 ** 30) };
+  const out = path.join(__dirname, 'results');
+  mkdirSync(out, { recursive: true });
+  writeFileSync(path.join(out, 'latest.json'), `${JSON.stringify({ at: new Date().toISOString(), machine, seconds, figures }, null, 2)}\n`);
+  console.log(`\nwritten to bench/results/latest.json (${machine.cpus} × ${machine.cpu}, Node ${machine.node})`);
+}
+
+main();
