@@ -85,6 +85,17 @@ describe('conditions at delivery', () => {
     expect(r.requests.map((q) => JSON.parse(q.body).data.id).sort()).toEqual([high, alsoHigh].sort());
   });
 
+  it('a stored condition that no longer compiles matches nothing (it does not fall back to everything)', async () => {
+    const r = await receiver();
+    const hook = await stack.webhook(r, { events: ['anomaly_finding.created'], condition: 'event.payload.severity == "high"' });
+    await stack.api.db.webhook.update({ where: { id: hook.id }, data: { condition: 'event.payload.severity ==' } });
+    await stack.ingest([finding({ severity: 'high' }), finding({ severity: 'low' })]);
+    await new Promise((res) => setTimeout(res, 1000));
+    expect(r.requests).toHaveLength(0);
+    const fannedOut = await stack.api.db.auditEvent.count({ where: { orgId: stack.org.orgId, action: 'anomaly_finding.created', fannedOutAt: null } });
+    expect(fannedOut).toBe(0);
+  });
+
   it('a catastrophic regex on a long name does not stall the worker', async () => {
     const r = await receiver();
     await stack.webhook(r, { events: ['anomaly_finding.created'], condition: 'event.actor.name.matches("(a+)+$")' });
