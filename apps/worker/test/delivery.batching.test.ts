@@ -1,30 +1,22 @@
 import { Webhook as StandardWebhook } from 'standardwebhooks';
-import { startReceiver, type TestReceiver } from '@gatehook/testkit/receiver';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 
 let stack: Stack;
-const receivers: TestReceiver[] = [];
 
 beforeAll(async () => {
   stack = await startStack({ BATCH_LINGER_MS: '400' });
 });
 afterAll(async () => {
-  await Promise.all(receivers.map((r) => r.close()));
   await stack.close();
 });
 
-async function receiver(): Promise<TestReceiver> {
-  const r = await startReceiver();
-  receivers.push(r);
-  return r;
-}
 
 const ids = (n: number, seed: string) =>
   Array.from({ length: n }, (_, i) => `0193a4f0-${seed}-7000-8000-${String(i).padStart(12, '0')}`);
 
 describe('batching (SPEC 6.5)', () => {
   it('array: packs up to max_events per request, ordered by event id', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     const hook = await stack.webhook(r, { format: 'array', max_events: 5, events: ['tag.created'] });
     const eventIds = ids(12, '0001');
     // Ingested in reverse order: the array is still ordered by event id.
@@ -47,7 +39,7 @@ describe('batching (SPEC 6.5)', () => {
   });
 
   it('ndjson: one envelope per line, application/x-ndjson', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     await stack.webhook(r, { format: 'ndjson', max_events: 100, events: ['policy.updated'] });
     await stack.ingest(ids(7, '0002').map((id) => auditEvent({ id, action: 'policy.updated' })));
     await r.waitFor((reqs) => reqs.length >= 1);
@@ -60,7 +52,7 @@ describe('batching (SPEC 6.5)', () => {
   });
 
   it('a partial batch goes out after the linger', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     await stack.webhook(r, { format: 'array', max_events: 50, events: ['policy.deleted'] });
     const started = Date.now();
     await stack.ingest([auditEvent({ action: 'policy.deleted' })]);
@@ -70,7 +62,7 @@ describe('batching (SPEC 6.5)', () => {
   });
 
   it('single sends one request per event whatever max_events says', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     await stack.webhook(r, { format: 'single', max_events: 10, events: ['policy.created'] });
     await stack.ingest([auditEvent(), auditEvent(), auditEvent()]);
     await r.waitFor((reqs) => reqs.length === 3);
@@ -78,7 +70,7 @@ describe('batching (SPEC 6.5)', () => {
   });
 
   it('splits a batch so that no body exceeds 1 MB, and fails an event that alone exceeds it', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     const hook = await stack.webhook(r, { format: 'array', max_events: 10, events: ['anomaly_finding.escalated'] });
     const big = 'x'.repeat(300_000);
     const eventIds = ids(6, '0003');
@@ -102,7 +94,7 @@ describe('batching (SPEC 6.5)', () => {
   });
 
   it('a paused webhook drops its batch buffer', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     const hook = await stack.webhook(r, { format: 'array', max_events: 50, events: ['policy.created'] });
     await stack.ingest([auditEvent(), auditEvent()]);
     await stack.api.call('POST', `/webhooks/${hook.id}/pause`, { key: stack.org.admin });

@@ -1,28 +1,20 @@
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
-import { startReceiver, type TestReceiver } from '@gatehook/testkit/receiver';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 
 let stack: Stack;
-const receivers: TestReceiver[] = [];
 
 beforeAll(async () => {
   stack = await startStack();
 });
 afterAll(async () => {
-  await Promise.all(receivers.map((r) => r.close()));
   await stack.close();
 });
 
-async function receiver(...args: Parameters<typeof startReceiver>): Promise<TestReceiver> {
-  const r = await startReceiver(...args);
-  receivers.push(r);
-  return r;
-}
 
 describe('a delivered event', () => {
   it('is a signed Standard Webhooks POST with reserved headers first and the envelope as body', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     const hook = await stack.webhook(r, { events: ['policy.created'], headers: { 'X-Team': 'sec', Authorization: 'Bearer abc' } });
     const [eventId] = await stack.ingest([auditEvent({ created_at: '2026-11-21T10:00:00.123Z', context: { ip: '10.0.0.1' } })]);
     await r.waitFor((reqs) => reqs.length === 1);
@@ -72,8 +64,8 @@ describe('a delivered event', () => {
   });
 
   it('goes only to webhooks subscribed to its action', async () => {
-    const subscribed = await receiver();
-    const other = await receiver();
+    const subscribed = await stack.receiver();
+    const other = await stack.receiver();
     await stack.webhook(subscribed, { events: ['anomaly_finding.created'] });
     await stack.webhook(other, { events: ['tag.created'] });
     await stack.ingest([auditEvent({ action: 'anomaly_finding.created', payload: { severity: 'high' } })]);
@@ -83,7 +75,7 @@ describe('a delivered event', () => {
   });
 
   it('is delivered once for an event id ingested twice', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     await stack.webhook(r, { events: ['tag.created'] });
     const event = auditEvent({ id: '0193a4f0-0000-7000-8000-00000000abcd', action: 'tag.created' });
     await stack.ingest([event]);
@@ -96,7 +88,7 @@ describe('a delivered event', () => {
 
 describe('responses (SPEC 6.6)', () => {
   it('retries a 500 and then succeeds; the failure streak starts and ends', async () => {
-    const r = await receiver((_req, i) => (i === 0 ? { status: 500, body: 'boom' } : { status: 204 }));
+    const r = await stack.receiver((_req, i) => (i === 0 ? { status: 500, body: 'boom' } : { status: 204 }));
     const hook = await stack.webhook(r);
     await stack.ingest([auditEvent()]);
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
@@ -107,7 +99,7 @@ describe('responses (SPEC 6.6)', () => {
   });
 
   it('marks the webhook failing while a streak lasts', async () => {
-    const r = await receiver(() => ({ status: 503 }));
+    const r = await stack.receiver(() => ({ status: 503 }));
     const hook = await stack.webhook(r);
     await stack.ingest([auditEvent()]);
     await stack.deliveries(hook.id, (items) => items[0]?.status === 'retrying');
@@ -116,7 +108,7 @@ describe('responses (SPEC 6.6)', () => {
   });
 
   it('fails after 8 attempts, keeping every attempt oldest first', async () => {
-    const r = await receiver(() => ({ status: 502 }));
+    const r = await stack.receiver(() => ({ status: 502 }));
     const hook = await stack.webhook(r);
     await stack.ingest([auditEvent()]);
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed', 20_000);
@@ -131,8 +123,8 @@ describe('responses (SPEC 6.6)', () => {
   });
 
   it('a 410 fails at once and disables the webhook (reason gone) with a notification and a webhook.disabled event', async () => {
-    const gone = await receiver(() => ({ status: 410 }));
-    const watcher = await receiver();
+    const gone = await stack.receiver(() => ({ status: 410 }));
+    const watcher = await stack.receiver();
     const hook = await stack.webhook(gone, { events: ['gateway.tool.error'] });
     const watch = await stack.webhook(watcher, { events: ['webhook.disabled'] });
     await stack.ingest([auditEvent({ action: 'gateway.tool.error', payload: { tool_key: 'x' } })]);
@@ -152,7 +144,7 @@ describe('responses (SPEC 6.6)', () => {
   });
 
   it('a 429 waits for Retry-After without consuming an attempt or starting a streak', async () => {
-    const r = await receiver((_req, i) => (i < 2 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 200 }));
+    const r = await stack.receiver((_req, i) => (i < 2 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 200 }));
     const hook = await stack.webhook(r);
     await stack.ingest([auditEvent()]);
     const waiting = await stack.deliveries(hook.id, (items) => items[0]?.attempt_count === 1);
@@ -169,7 +161,7 @@ describe('responses (SPEC 6.6)', () => {
 
   it('429s never count towards the 8 attempts', async () => {
     // Alternating 429 and 500: 8 failures need 15 requests.
-    const r = await receiver((_req, i) => (i % 2 === 0 ? { status: 500 } : { status: 429, headers: { 'retry-after': '0' } }));
+    const r = await stack.receiver((_req, i) => (i % 2 === 0 ? { status: 500 } : { status: 429, headers: { 'retry-after': '0' } }));
     const hook = await stack.webhook(r);
     await stack.ingest([auditEvent()]);
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed', 25_000);
@@ -183,7 +175,7 @@ describe('responses (SPEC 6.6)', () => {
     ['a 400', { status: 400 }, 'http_400', 400],
     ['a 404', { status: 404 }, 'http_404', 404],
   ])('%s is recorded and retried', async (_name, reply, error, status) => {
-    const r = await receiver((_req, i) => (i === 0 ? reply : { status: 200 }));
+    const r = await stack.receiver((_req, i) => (i === 0 ? reply : { status: 200 }));
     const hook = await stack.webhook(r);
     await stack.ingest([auditEvent()]);
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
@@ -191,7 +183,7 @@ describe('responses (SPEC 6.6)', () => {
   });
 
   it('a timeout is recorded with status 0 and retried', async () => {
-    const r = await receiver((_req, i) => (i === 0 ? 'hang' : { status: 200 }));
+    const r = await stack.receiver((_req, i) => (i === 0 ? 'hang' : { status: 200 }));
     const hook = await stack.webhook(r);
     await stack.ingest([auditEvent()]);
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
@@ -200,7 +192,7 @@ describe('responses (SPEC 6.6)', () => {
   });
 
   it('a refused connection is recorded and retried', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     const hook = await stack.webhook(r, {}, '/hook');
     await r.close();
     await stack.ingest([auditEvent()]);
@@ -211,7 +203,7 @@ describe('responses (SPEC 6.6)', () => {
 
 describe('secret rotation', () => {
   it('signs with both secrets during the overlap, newest first, each verifying alone', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     const hook = await stack.webhook(r);
     const rotated = await stack.api.call('POST', `/webhooks/${hook.id}/rotate-secret`, { key: stack.org.admin });
     await stack.ingest([auditEvent()]);

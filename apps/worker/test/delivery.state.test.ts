@@ -1,30 +1,22 @@
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { createTestOrg } from '@gatehook/testkit/api';
-import { startReceiver, type TestReceiver } from '@gatehook/testkit/receiver';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 
 let stack: Stack;
-const receivers: TestReceiver[] = [];
 
 beforeAll(async () => {
   stack = await startStack({ DELIVERY_RETRY_SCHEDULE: '0,0.3,0.3,0.3,0.3,0.3,0.3,0.3' });
 });
 afterAll(async () => {
-  await Promise.all(receivers.map((r) => r.close()));
   await stack.close();
 });
 
-async function receiver(...args: Parameters<typeof startReceiver>): Promise<TestReceiver> {
-  const r = await startReceiver(...args);
-  receivers.push(r);
-  return r;
-}
 const call = (method: string, path: string) => stack.api.call(method, path, { key: stack.org.admin });
 
 describe('pause and resume (SPEC 3.2)', () => {
   it('pause fails queued deliveries; events during the pause are dropped; resume delivers only new events', async () => {
     let healthy = false;
-    const r = await receiver(() => (healthy ? { status: 200 } : { status: 500 }));
+    const r = await stack.receiver(() => (healthy ? { status: 200 } : { status: 500 }));
     const hook = await stack.webhook(r, { events: ['policy.created'] });
     await stack.ingest([auditEvent()]);
     await stack.deliveries(hook.id, (items) => items[0]?.status === 'retrying');
@@ -48,7 +40,7 @@ describe('pause and resume (SPEC 3.2)', () => {
   });
 
   it('disable fails queued deliveries and nothing more is sent', async () => {
-    const r = await receiver(() => ({ status: 500 }));
+    const r = await stack.receiver(() => ({ status: 500 }));
     const hook = await stack.webhook(r);
     await stack.ingest([auditEvent()]);
     await stack.deliveries(hook.id, (items) => items[0]?.status === 'retrying');
@@ -64,7 +56,7 @@ describe('pause and resume (SPEC 3.2)', () => {
 describe('manual retry (SPEC 4.1)', () => {
   it('starts a fresh cycle of 8 attempts on a failed delivery and keeps the earlier attempts', async () => {
     let healthy = false;
-    const r = await receiver(() => (healthy ? { status: 200 } : { status: 500 }));
+    const r = await stack.receiver(() => (healthy ? { status: 200 } : { status: 500 }));
     const hook = await stack.webhook(r);
     await stack.ingest([auditEvent()]);
     const [failed] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed', 20_000);
@@ -84,7 +76,7 @@ describe('manual retry (SPEC 4.1)', () => {
   });
 
   it('a fresh cycle really has 8 attempts of its own', async () => {
-    const r = await receiver(() => ({ status: 500 }));
+    const r = await stack.receiver(() => ({ status: 500 }));
     const hook = await stack.webhook(r);
     await stack.ingest([auditEvent()]);
     const [failed] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed', 20_000);
@@ -94,7 +86,7 @@ describe('manual retry (SPEC 4.1)', () => {
   });
 
   it('is refused for a webhook that is not active, and for unknown or foreign deliveries', async () => {
-    const r = await receiver(() => ({ status: 500 }));
+    const r = await stack.receiver(() => ({ status: 500 }));
     const hook = await stack.webhook(r);
     await stack.ingest([auditEvent()]);
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'retrying');
@@ -113,7 +105,7 @@ describe('manual retry (SPEC 4.1)', () => {
 
 describe('test send (SPEC 4.2)', () => {
   it('sends a signed webhook.test event, waits for the answer and stores nothing', async () => {
-    const r = await receiver(() => ({ status: 500, body: 'receiver down' }));
+    const r = await stack.receiver(() => ({ status: 500, body: 'receiver down' }));
     const hook = await stack.webhook(r, { events: ['policy.created'], condition: 'event.action == "never"' });
     await call('POST', `/webhooks/${hook.id}/disable`);
     const result = await call('POST', `/webhooks/${hook.id}/test`);
@@ -136,7 +128,7 @@ describe('test send (SPEC 4.2)', () => {
   });
 
   it('reports a connection failure without a status code', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     const hook = await stack.webhook(r);
     await r.close();
     const result = await call('POST', `/webhooks/${hook.id}/test`);
@@ -147,7 +139,7 @@ describe('test send (SPEC 4.2)', () => {
 describe('circuit breaker', () => {
   it('disables a webhook failing for CIRCUIT_BREAKER_SECONDS, with a notification and a webhook.disabled event', async () => {
     const breaker = await startStack({ CIRCUIT_BREAKER_SECONDS: '1', DELIVERY_RETRY_SCHEDULE: '0,0.4,0.4,0.4,0.4,0.4,0.4,0.4' });
-    const r = await receiver(() => ({ status: 500 }));
+    const r = await breaker.receiver(() => ({ status: 500 }));
     const call = (method: string, path: string) => breaker.api.call(method, path, { key: breaker.org.admin });
     try {
       const hook = await breaker.webhook(r, { events: ['policy.created'] });
@@ -175,8 +167,8 @@ describe('circuit breaker', () => {
 describe('isolation', () => {
   it('an endpoint that times out on every attempt does not hold back deliveries to others', async () => {
     const isolated = await startStack({ DELIVERY_CONCURRENCY: '4', DELIVERY_ORIGIN_CONCURRENCY: '2', DELIVERY_TIMEOUT_MS: '8000' });
-    const slow = await startReceiver(() => 'hang');
-    const fast = await startReceiver();
+    const slow = await isolated.receiver(() => 'hang');
+    const fast = await isolated.receiver();
     try {
       const stuck = await isolated.webhook(slow, { events: ['gateway.tool.error'] });
       const healthy = await isolated.webhook(fast, { events: ['gateway.tool.called'] });
@@ -191,7 +183,6 @@ describe('isolation', () => {
       expect(slow.inFlight().max).toBe(2);
     } finally {
       await isolated.close();
-      await Promise.all([slow.close(), fast.close()]);
     }
   });
 });

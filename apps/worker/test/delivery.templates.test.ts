@@ -1,22 +1,14 @@
-import { startReceiver, type TestReceiver } from '@gatehook/testkit/receiver';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 
 let stack: Stack;
-const receivers: TestReceiver[] = [];
 
 beforeAll(async () => {
   stack = await startStack();
 });
 afterAll(async () => {
-  await Promise.all(receivers.map((r) => r.close()));
   await stack.close();
 });
 
-async function receiver(): Promise<TestReceiver> {
-  const r = await startReceiver();
-  receivers.push(r);
-  return r;
-}
 const call = (method: string, path: string, body?: unknown) => stack.api.call(method, path, { key: stack.org.admin, body });
 const base = { name: 'hook', url: 'https://127.0.0.1:9/hook', events: ['anomaly_finding.created'] };
 const finding = (payload: Record<string, unknown>, overrides: Record<string, unknown> = {}) =>
@@ -72,7 +64,7 @@ describe('save-time validation (SPEC 6.2.8, 6.3.4, 7.1)', () => {
 
 describe('conditions at delivery', () => {
   it('delivers matching events and skips the rest, including those whose evaluation errors', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     await stack.webhook(r, { events: ['anomaly_finding.created'], condition: 'event.payload.severity == "high" && event.payload.score > 5' });
     const [high, , , alsoHigh] = await stack.ingest([
       finding({ severity: 'high', score: 9 }),
@@ -86,7 +78,7 @@ describe('conditions at delivery', () => {
   });
 
   it('a stored condition that no longer compiles matches nothing (it does not fall back to everything)', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     const hook = await stack.webhook(r, { events: ['anomaly_finding.created'], condition: 'event.payload.severity == "high"' });
     await stack.api.db.webhook.update({ where: { id: hook.id }, data: { condition: 'event.payload.severity ==' } });
     await stack.ingest([finding({ severity: 'high' }), finding({ severity: 'low' })]);
@@ -97,7 +89,7 @@ describe('conditions at delivery', () => {
   });
 
   it('a catastrophic regex on a long name does not stall the worker', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     await stack.webhook(r, { events: ['anomaly_finding.created'], condition: 'event.actor.name.matches("(a+)+$")' });
     const [, second] = await stack.ingest([
       finding({ severity: 'low' }, { actor_display_name: `${'a'.repeat(900)}!` }),
@@ -112,7 +104,7 @@ describe('templates at delivery (SPEC 6.3.5, 6.3.6)', () => {
   const scoreTemplate = '{"summary": {{ printf "%s by %s" .String .ActorDisplayName | json }}, "score": {{ printf "%.1f" .Payload.score }}}';
 
   it('renders each event through the template, and composes with the array format', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     await stack.webhook(r, { events: ['anomaly_finding.created'], format: 'array', max_events: 10, template: scoreTemplate });
     await stack.ingest([finding({ score: 2 }), finding({ score: 3.25 })]);
     await r.waitFor((reqs) => reqs.length === 1);
@@ -123,7 +115,7 @@ describe('templates at delivery (SPEC 6.3.5, 6.3.6)', () => {
   });
 
   it('an event that does not render becomes its own failed delivery; the rest of the batch goes out', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     const hook = await stack.webhook(r, { events: ['anomaly_finding.created'], format: 'array', max_events: 10, template: scoreTemplate });
     const [good, bad] = await stack.ingest([finding({ score: 1 }), finding({ score: 'not a number' })]);
     await r.waitFor((reqs) => reqs.length === 1);
@@ -140,7 +132,7 @@ describe('templates at delivery (SPEC 6.3.5, 6.3.6)', () => {
   });
 
   it('a batch in which no event renders disables the webhook (template_error) with a notification', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     const hook = await stack.webhook(r, { events: ['anomaly_finding.created'], template: scoreTemplate });
     await stack.ingest([finding({ score: 'nope' })]);
     await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed');
@@ -154,7 +146,7 @@ describe('templates at delivery (SPEC 6.3.5, 6.3.6)', () => {
   });
 
   it('a stored template that no longer parses disables the webhook on its next event', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     const hook = await stack.webhook(r, { events: ['anomaly_finding.created'], template: '{"a": 1}' });
     await stack.api.db.webhook.update({ where: { id: hook.id }, data: { template: '{"a": {{ .Action ' } });
     await stack.ingest([finding({ score: 1 })]);
@@ -165,7 +157,7 @@ describe('templates at delivery (SPEC 6.3.5, 6.3.6)', () => {
   });
 
   it('test send renders through the template and reports a template failure without sending', async () => {
-    const r = await receiver();
+    const r = await stack.receiver();
     const hook = await stack.webhook(r, { events: ['anomaly_finding.created'], template: '{"test": {{ json .Payload.webhook_name }}, "by": {{ json .ActorDisplayName }}}' });
     const ok = await call('POST', `/webhooks/${hook.id}/test`);
     expect(ok.body.success).toBe(true);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createWorkerServer } from '@gatehook/worker/http';
 import { sweepRetention } from '@gatehook/worker/retention';
-import { startReceiver, type TestReceiver } from '@gatehook/testkit/receiver';
+import type { TestReceiver } from '@gatehook/testkit/receiver';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 
 let stack: Stack;
@@ -10,12 +10,9 @@ let receiver: TestReceiver;
 
 beforeAll(async () => {
   stack = await startStack();
-  receiver = await startReceiver();
+  receiver = await stack.receiver();
 });
-afterAll(async () => {
-  await receiver.close();
-  await stack.close();
-});
+afterAll(() => stack.close());
 
 describe('retention sweep', () => {
   it('deletes deliveries (with attempts) and fanned-out events older than the retention, and keeps the rest', async () => {

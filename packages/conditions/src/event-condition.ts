@@ -17,6 +17,7 @@ import type { Environment } from '@marcbachmann/cel-js';
 import { payloadFieldsOf, type PayloadFieldType } from '@gatehook/core/event-catalogue';
 import { compileBoolean, createConditionEnvironment, evaluateBoolean, type BooleanProgram, type ConditionIssue, type EvaluationResult } from './cel';
 import { costIssues, payloadFieldsNamed } from './condition-ast';
+import type { AuditEventData } from '@gatehook/core/audit-event';
 
 export type { ConditionIssue, EvaluationResult } from './cel';
 
@@ -30,22 +31,7 @@ export interface CompiledCondition {
 }
 
 /** The delivered audit event (SPEC 2.4 data), before reshaping. */
-export interface ConditionEventInput {
-  id: string;
-  org_id: string;
-  action: string;
-  actor_type: string;
-  actor_id: string;
-  actor_display_name: string;
-  resource_type: string;
-  resource_id: string;
-  resource_display_name: string;
-  resources: Record<string, string>;
-  context: Record<string, unknown>;
-  changes: unknown[];
-  payload: Record<string, unknown>;
-  created_at: string;
-}
+export type ConditionEventInput = AuditEventData;
 
 const CEL_TYPE_OF_PAYLOAD_FIELD: Record<PayloadFieldType, string> = {
   string: 'string',

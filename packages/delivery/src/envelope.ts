@@ -1,21 +1,6 @@
-/** An audit event as the audit log stores it: the `data` of the envelope (SPEC 2.4). */
-export interface AuditEventData {
-  id: string;
-  org_id: string;
-  action: string;
-  actor_type: string;
-  actor_id: string;
-  actor_display_name: string;
-  resource_type: string;
-  resource_id: string;
-  resource_display_name: string;
-  resources: Record<string, string>;
-  context: Record<string, unknown>;
-  changes: unknown[];
-  payload: Record<string, unknown>;
-  /** ISO 8601 UTC with milliseconds. */
-  created_at: string;
-}
+import type { AuditEventData } from '@gatehook/core/audit-event';
+
+export type { AuditEventData };
 
 /** The Standard Webhooks envelope of one event, the default request body (SPEC 2.4). */
 export interface Envelope {

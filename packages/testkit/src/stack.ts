@@ -2,13 +2,15 @@ import type { Config } from '@gatehook/core/config';
 import { createTestOrg, startTestApi, testConfig, type TestApi, type TestOrg } from './api';
 import { createTestDatabase } from './database';
 import { startTestEngine } from './engine';
-import { testCa, type TestReceiver } from './receiver';
+import { startReceiver, testCa, type ReplyFn, type TestReceiver } from './receiver';
 
 export interface Stack {
   config: Config;
   api: TestApi;
   engine: Awaited<ReturnType<typeof startTestEngine>>;
   org: TestOrg;
+  /** Starts an HTTPS receiver that the stack closes with itself. */
+  receiver(reply?: ReplyFn): Promise<TestReceiver>;
   /** Creates a webhook pointing at a receiver; returns its id and signing secret. */
   webhook(receiver: TestReceiver, body?: Record<string, unknown>, path?: string): Promise<{ id: string; secret: string }>;
   /** Ingests events through the API and returns their ids. */
@@ -47,11 +49,17 @@ export async function startStack(env: Record<string, string> = {}, options: { re
   const api = await startTestApi({ config });
   const engine = await startTestEngine(config, options);
   const org = await createTestOrg(api.db);
+  const receivers: TestReceiver[] = [];
   return {
     config,
     api,
     engine,
     org,
+    async receiver(reply) {
+      const started = await startReceiver(reply);
+      receivers.push(started);
+      return started;
+    },
     async webhook(receiver, body = {}, path = '/hook') {
       const r = await api.call('POST', '/webhooks', { key: org.admin, body: { name: 'test', url: receiver.url(path), events: ['*'], ...body } });
       if (r.status !== 201) throw new Error(`webhook create failed: ${r.status} ${r.text}`);
@@ -73,6 +81,7 @@ export async function startStack(env: Record<string, string> = {}, options: { re
       }
     },
     async close() {
+      await Promise.allSettled(receivers.map((r) => r.close()));
       await engine.stop();
       await api.close();
       await database.drop();
