@@ -1,5 +1,6 @@
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
+import { generateEncryptionKey, SecretBox } from '@gatehook/core/encryption';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 
 let stack: Stack;
@@ -198,6 +199,20 @@ describe('responses (SPEC 6.6)', () => {
     await stack.ingest([auditEvent()]);
     const [delivery] = await stack.deliveries(hook.id, (items) => (items[0]?.attempt_count ?? 0) >= 2);
     expect(delivery!.attempts[0]).toMatchObject({ status_code: 0, error: 'connection_refused' });
+  });
+});
+
+describe('unreadable secrets', () => {
+  it('a secret that the configured keys cannot decrypt fails the delivery with a clear error, nothing sent', async () => {
+    const r = await stack.receiver();
+    const hook = await stack.webhook(r);
+    const foreignKey = new SecretBox(generateEncryptionKey());
+    await stack.api.db.webhook.update({ where: { id: hook.id }, data: { secretEncrypted: foreignKey.encrypt('whsec_x') } });
+    await stack.ingest([auditEvent()]);
+    const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed');
+    const detail = await stack.api.call('GET', `/webhooks/${hook.id}/deliveries/${delivery!.id}`, { key: stack.org.admin });
+    expect(detail.body.error).toMatch(/^secret_unreadable/);
+    expect(r.requests).toHaveLength(0);
   });
 });
 

@@ -92,16 +92,12 @@ export async function attemptDelivery(deps: AttemptDeps, deliveryId: string): Pr
     return { kind: 'cancelled', reason: error };
   }
 
-  const url = deps.box.decrypt(webhook.urlEncrypted);
-  const origin = new URL(url).origin;
-  if (!deps.limiter.tryAcquire(origin)) {
-    await release();
-    return { kind: 'origin_busy', retryAt: new Date(Date.now() + 250 + Math.floor(Math.random() * 250)) };
-  }
-
-  let result: SendResult;
+  // Everything that reads secrets happens before the request: a value that cannot be decrypted (a key removed from
+  // GATEHOOK_ENCRYPTION_KEY) fails this delivery with a clear error instead of retrying it forever.
   const startedAt = new Date();
+  let prepared: { url: string; origin: string; body: string; headers: Record<string, string> };
   try {
+    const url = deps.box.decrypt(webhook.urlEncrypted);
     const body = deps.box.decrypt(delivery.bodyEncrypted);
     const secrets = [deps.box.decrypt(webhook.secretEncrypted)];
     if (webhook.previousSecretEncrypted && webhook.previousSecretValidUntil && webhook.previousSecretValidUntil > startedAt) {
@@ -116,14 +112,25 @@ export async function attemptDelivery(deps: AttemptDeps, deliveryId: string): Pr
       userAgent: USER_AGENT,
       custom: webhook.headersEncrypted ? deps.box.decryptMap(webhook.headersEncrypted) : {},
     });
-    try {
-      result = await deps.send({ url, headers, body });
-    } catch {
-      // The sender reports failures as results; an exception is a bug there, recorded as a network error.
-      result = { statusCode: 0, error: 'network_error', durationMs: Date.now() - startedAt.getTime(), responseSnippet: '', retryAfter: null };
-    }
+    prepared = { url, origin: new URL(url).origin, body, headers };
+  } catch {
+    await release({ status: 'failed', error: 'secret_unreadable: a stored secret of this webhook cannot be decrypted with the configured keys' });
+    deps.onFinished?.('failed');
+    return { kind: 'cancelled', reason: 'secret_unreadable' };
+  }
+
+  if (!deps.limiter.tryAcquire(prepared.origin)) {
+    await release();
+    return { kind: 'origin_busy', retryAt: new Date(Date.now() + 250 + Math.floor(Math.random() * 250)) };
+  }
+  let result: SendResult;
+  try {
+    result = await deps.send({ url: prepared.url, headers: prepared.headers, body: prepared.body });
+  } catch {
+    // The sender reports failures as results; an exception is a bug there, recorded as a network error.
+    result = { statusCode: 0, error: 'network_error', durationMs: Date.now() - startedAt.getTime(), responseSnippet: '', retryAfter: null };
   } finally {
-    deps.limiter.release(origin);
+    deps.limiter.release(prepared.origin);
   }
   deps.onAttempt?.({ durationMs: result.durationMs, statusCode: result.statusCode, error: result.error });
 
