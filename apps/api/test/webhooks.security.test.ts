@@ -36,6 +36,34 @@ const routes: Route[] = [
 ];
 const label = (r: Route) => `${r.method} ${r.path('{id}')}`;
 
+// Delivery routes: a random delivery id is enough, since the webhook is checked first.
+const someDelivery = '6a0e0d7c-0000-4000-8000-0000000000d1';
+const deliveryRoutes: Route[] = [
+  { method: 'GET', path: (id) => `/webhooks/${id}/deliveries`, access: 'manage_webhooks' },
+  { method: 'GET', path: (id) => `/webhooks/${id}/deliveries/${someDelivery}`, access: 'manage_webhooks' },
+  { method: 'POST', path: (id) => `/webhooks/${id}/deliveries/${someDelivery}/retry`, access: 'manage_webhooks' },
+  { method: 'POST', path: (id) => `/webhooks/${id}/test`, access: 'manage_webhooks' },
+];
+
+describe('delivery routes', () => {
+  it.each(deliveryRoutes.map((r) => [label(r), r] as const))('%s: 401 without a key, 403 without manage_webhooks, 404 for another organisation', async (_label, route) => {
+    expect((await api.call(route.method, route.path(webhookId))).status).toBe(401);
+    const forbidden = await api.call(route.method, route.path(webhookId), { key: org.nobody });
+    expect(forbidden.status).toBe(403);
+    const foreign = await api.call(route.method, route.path(webhookId), { key: other.admin });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.message).toBe('Webhook not found');
+  });
+
+  it('GET /notifications needs an admin key and shows only the organisation\'s own', async () => {
+    expect((await api.call('GET', '/notifications')).status).toBe(401);
+    expect((await api.call('GET', '/notifications', { key: org.member })).status).toBe(403);
+    await api.db.notification.create({ data: { id: '6a0e0d7c-0000-4000-8000-0000000000e1', orgId: org.orgId, kind: 'webhook_disabled', webhookId, message: 'm' } });
+    expect((await api.call('GET', '/notifications', { key: org.admin })).body.items.map((n: { id: string }) => n.id)).toContain('6a0e0d7c-0000-4000-8000-0000000000e1');
+    expect((await api.call('GET', '/notifications', { key: other.admin })).body.items).toEqual([]);
+  });
+});
+
 describe('401 unauthorized on every route', () => {
   const cases = routes.flatMap((route) =>
     [
