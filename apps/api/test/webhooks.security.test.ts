@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { revokeApiKey } from '@gatehook/db/api-keys';
 import { TEST_DATABASE_URL } from '@gatehook/testkit/env';
@@ -58,8 +59,9 @@ describe('delivery routes', () => {
   it('GET /notifications needs an admin key and shows only the organisation\'s own', async () => {
     expect((await api.call('GET', '/notifications')).status).toBe(401);
     expect((await api.call('GET', '/notifications', { key: org.member })).status).toBe(403);
-    await api.db.notification.create({ data: { id: '6a0e0d7c-0000-4000-8000-0000000000e1', orgId: org.orgId, kind: 'webhook_disabled', webhookId, message: 'm' } });
-    expect((await api.call('GET', '/notifications', { key: org.admin })).body.items.map((n: { id: string }) => n.id)).toContain('6a0e0d7c-0000-4000-8000-0000000000e1');
+    const id = randomUUID();
+    await api.db.notification.create({ data: { id, orgId: org.orgId, kind: 'webhook_disabled', webhookId, message: 'm' } });
+    expect((await api.call('GET', '/notifications', { key: org.admin })).body.items.map((n: { id: string }) => n.id)).toContain(id);
     expect((await api.call('GET', '/notifications', { key: other.admin })).body.items).toEqual([]);
   });
 });
