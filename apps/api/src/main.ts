@@ -2,13 +2,14 @@ import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { SecretBox } from '@gatehook/core/encryption';
 import { createLogger } from '@gatehook/core/logger';
+import { runService, type RunningService } from '@gatehook/core/service';
 import { createDb } from '@gatehook/db/client';
 import { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createApp } from './app';
 import { loadConfig } from './env';
 
-async function main(): Promise<void> {
+async function main(): Promise<RunningService> {
   const config = loadConfig();
   const logger = createLogger({ name: 'gatehook-api', level: config.LOG_LEVEL });
   for (const warning of config.startupWarnings) logger.warn(warning);
@@ -30,25 +31,17 @@ async function main(): Promise<void> {
   await once(server, 'listening');
   logger.info({ port: config.PORT }, 'api listening');
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'stopping: no new connections, finishing in-flight requests');
-    server.close();
-    server.closeIdleConnections();
-    await once(server, 'close').catch(() => undefined);
-    await Promise.allSettled([queues.close(), egress.close()]);
-    await Promise.allSettled([db.$disconnect(), redis.quit(), producer.quit()]);
-    logger.info('stopped');
-    process.exit(0);
+  return {
+    logger,
+    async stop() {
+      // No new connections; in-flight requests finish before the connections close.
+      server.close();
+      server.closeIdleConnections();
+      await once(server, 'close').catch(() => undefined);
+      await Promise.allSettled([queues.close(), egress.close()]);
+      await Promise.allSettled([db.$disconnect(), redis.quit(), producer.quit()]);
+    },
   };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
 }
 
-main().catch((error: unknown) => {
-  // Config errors are already readable; anything else gets its stack on stderr (never a secret: none is loaded yet).
-  console.error(error instanceof Error && error.name === 'ConfigError' ? error.message : error);
-  process.exit(1);
-});
+runService(main);

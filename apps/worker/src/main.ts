@@ -2,12 +2,13 @@ import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { SecretBox } from '@gatehook/core/encryption';
 import { createLogger } from '@gatehook/core/logger';
+import { runService, type RunningService } from '@gatehook/core/service';
 import { createDb } from '@gatehook/db/client';
 import { loadConfig } from './env';
 import { startEngine } from './engine';
 import { createWorkerServer } from './http';
 
-async function main(): Promise<void> {
+async function main(): Promise<RunningService> {
   const config = loadConfig();
   const logger = createLogger({ name: 'gatehook-worker', level: config.LOG_LEVEL });
   for (const warning of config.startupWarnings) logger.warn(warning);
@@ -25,23 +26,15 @@ async function main(): Promise<void> {
   await once(server, 'listening');
   logger.info({ port: config.WORKER_PORT, prefix: config.REDIS_PREFIX }, 'worker started');
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'stopping worker');
-    server.close();
-    // Workers finish their in-flight jobs (or hand them back) before connections close.
-    await engine.close();
-    await Promise.allSettled([db.$disconnect(), redis.quit()]);
-    logger.info('stopped');
-    process.exit(0);
+  return {
+    logger,
+    async stop() {
+      server.close();
+      // Workers finish their in-flight jobs (or hand them back) before connections close.
+      await engine.close();
+      await Promise.allSettled([db.$disconnect(), redis.quit()]);
+    },
   };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
 }
 
-main().catch((error: unknown) => {
-  console.error(error instanceof Error && error.name === 'ConfigError' ? error.message : error);
-  process.exit(1);
-});
+runService(main);

@@ -39,7 +39,11 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: num
     take: LIMIT,
   });
   const byOrg = new Map<string, string[]>();
-  for (const e of events) byOrg.set(e.orgId, [...(byOrg.get(e.orgId) ?? []), e.id]);
+  for (const e of events) {
+    const ids = byOrg.get(e.orgId);
+    if (ids) ids.push(e.id);
+    else byOrg.set(e.orgId, [e.id]);
+  }
   for (const [orgId, ids] of byOrg) await deps.queues.fanout(orgId, ids, { dedupe: true });
 
   const deliveries = await deps.db.delivery.findMany({

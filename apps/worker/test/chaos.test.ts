@@ -23,15 +23,28 @@ afterAll(async () => {
   await database.drop();
 });
 
-interface Scenario {
+/** One chaos run: a private Redis, an API and a worker process, a webhook to a receiver that counts event ids. */
+interface Chaos {
   env: Record<string, string>;
-  key: string;
   orgId: string;
-  receiver: TestReceiver;
-  apiUrl: () => string;
+  redis: Awaited<ReturnType<typeof startRedisServer>>;
+  api: ServiceProcess;
+  worker: ServiceProcess;
+  /** Chaos started in the background (a restart); awaited before counting. */
+  background: Promise<void>[];
 }
 
-async function scenario(redisUrl: string, api: () => ServiceProcess): Promise<Omit<Scenario, 'apiUrl'> & { setup(): Promise<void> }> {
+interface ChaosPlan {
+  /** Events committed outside the HTTP stream (the promise covers them too). */
+  before?(c: Chaos): Promise<string[]>;
+  /** Called before each batch of the stream: the place to break things. */
+  during(c: Chaos, batch: number): Promise<void>;
+}
+
+const third = Math.floor(EVENTS / BATCH / 3);
+
+async function runChaos(name: string, plan: ChaosPlan): Promise<void> {
+  const redis = await startRedisServer();
   const orgId = randomUUID();
   const { key } = await issueApiKey(db, { orgId, name: 'chaos', role: 'admin', permissions: [] });
   const receiver = await startReceiver(async () => {
@@ -40,7 +53,7 @@ async function scenario(redisUrl: string, api: () => ServiceProcess): Promise<Om
   });
   const env = {
     DATABASE_URL: database.url,
-    REDIS_URL: redisUrl,
+    REDIS_URL: redis.url,
     REDIS_PREFIX: `chaos_${randomBytes(4).toString('hex')}`,
     EGRESS_ALLOW_CIDRS: '127.0.0.1/32',
     EGRESS_EXTRA_CA_FILE: testCa().caFile,
@@ -49,20 +62,22 @@ async function scenario(redisUrl: string, api: () => ServiceProcess): Promise<Om
     RECONCILE_INTERVAL_MS: '500',
     NODE_ENV: 'test',
   };
-  return {
-    env,
-    key,
-    orgId,
-    receiver,
-    async setup() {
-      const r = await fetch(`http://127.0.0.1:${api().port}/webhooks`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ name: 'chaos', url: receiver.url(), events: ['*'] }),
-      });
-      if (r.status !== 201) throw new Error(`webhook create: ${r.status}`);
-    },
-  };
+  const c: Chaos = { env, orgId, redis, api: await startServiceProcess('api', env), worker: await startServiceProcess('worker', env), background: [] };
+  try {
+    const created = await fetch(`http://127.0.0.1:${c.api.port}/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'chaos', url: receiver.url(), events: ['*'] }),
+    });
+    if (created.status !== 201) throw new Error(`webhook create: ${created.status}`);
+    const committed = plan.before ? await plan.before(c) : [];
+    const accepted = await ingestStream(() => c.api.port, key, (i) => plan.during(c, i));
+    await Promise.all(c.background);
+    await expectAllDelivered(name, receiver, [...committed, ...accepted]);
+  } finally {
+    await Promise.allSettled([c.api.kill(), c.worker.kill(), receiver.close()]);
+    await redis.close();
+  }
 }
 
 /** Sends events in batches; returns the ids that were answered 202 (the only ones the promise covers). */
@@ -103,71 +118,39 @@ async function expectAllDelivered(name: string, receiver: TestReceiver, accepted
 describe('chaos: nothing accepted is lost', () => {
   jest.setTimeout(180_000);
 
-  it('worker SIGKILLed mid-stream', async () => {
-    const redis = await startRedisServer();
-    let api!: ServiceProcess;
-    const s = await scenario(redis.url, () => api);
-    api = await startServiceProcess('api', s.env);
-    let worker = await startServiceProcess('worker', s.env);
-    try {
-      await s.setup();
-      const accepted = await ingestStream(() => api.port, s.key, async (i) => {
-        if (i === Math.floor(EVENTS / BATCH / 3)) {
-          await worker.kill('SIGKILL');
-          worker = await startServiceProcess('worker', s.env);
-        }
-      });
-      await expectAllDelivered('worker SIGKILL', s.receiver, accepted);
-    } finally {
-      await Promise.allSettled([api.kill(), worker.kill(), s.receiver.close()]);
-      await redis.close();
-    }
-  });
+  it('worker SIGKILLed mid-stream', () =>
+    runChaos('worker SIGKILL', {
+      async during(c, batch) {
+        if (batch !== third) return;
+        await c.worker.kill('SIGKILL');
+        c.worker = await startServiceProcess('worker', c.env);
+      },
+    }));
 
-  it('Redis FLUSHALL mid-stream', async () => {
-    const redis = await startRedisServer();
-    let api!: ServiceProcess;
-    const s = await scenario(redis.url, () => api);
-    api = await startServiceProcess('api', s.env);
-    const worker = await startServiceProcess('worker', s.env);
-    try {
-      await s.setup();
-      const accepted = await ingestStream(() => api.port, s.key, async (i) => {
-        if (i === Math.floor(EVENTS / BATCH / 3) || i === Math.floor((2 * EVENTS) / BATCH / 3)) await redis.flushAll();
-      });
-      await expectAllDelivered('Redis FLUSHALL', s.receiver, accepted);
-    } finally {
-      await Promise.allSettled([api.kill(), worker.kill(), s.receiver.close()]);
-      await redis.close();
-    }
-  });
+  it('Redis FLUSHALL mid-stream', () =>
+    runChaos('Redis FLUSHALL', {
+      async during(c, batch) {
+        if (batch === third || batch === 2 * third) await c.redis.flushAll();
+      },
+    }));
 
-  it('API killed between commit and enqueue, and restarted mid-ingestion', async () => {
-    const redis = await startRedisServer();
-    let api!: ServiceProcess;
-    const s = await scenario(redis.url, () => api);
-    api = await startServiceProcess('api', s.env);
-    const worker = await startServiceProcess('worker', s.env);
-    try {
-      await s.setup();
+  it('API killed between commit and enqueue, and restarted mid-ingestion', () =>
+    runChaos('API restart', {
       // Exactly "committed, never enqueued": the ingestion library without a queue, as a crash right after commit.
-      const orphaned = await ingestAuditEvents({ db }, s.orgId, Array.from({ length: 20 }, () => auditEvent({ action: 'gateway.tool.called' }) as never));
-      let restart: Promise<void> | undefined;
-      const accepted = await ingestStream(() => api.port, s.key, async (i) => {
-        if (i === Math.floor(EVENTS / BATCH / 2)) {
-          // Killed while the next request is being handled; batches sent while it is down are refused.
-          restart = (async () => {
+      async before(c) {
+        const events = Array.from({ length: 20 }, () => auditEvent({ action: 'gateway.tool.called' }) as never);
+        return (await ingestAuditEvents({ db }, c.orgId, events)).ids;
+      },
+      async during(c, batch) {
+        if (batch !== Math.floor(EVENTS / BATCH / 2)) return;
+        // Killed while the next request is being handled; batches sent while it is down are refused.
+        c.background.push(
+          (async () => {
             await new Promise((r) => setTimeout(r, 5));
-            await api.kill('SIGKILL');
-            api = await startServiceProcess('api', s.env);
-          })();
-        }
-      });
-      await restart;
-      await expectAllDelivered('API restart', s.receiver, [...orphaned.ids, ...accepted]);
-    } finally {
-      await Promise.allSettled([api.kill(), worker.kill(), s.receiver.close()]);
-      await redis.close();
-    }
-  });
+            await c.api.kill('SIGKILL');
+            c.api = await startServiceProcess('api', c.env);
+          })(),
+        );
+      },
+    }));
 });

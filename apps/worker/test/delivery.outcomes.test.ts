@@ -141,7 +141,8 @@ describe('responses (SPEC 6.6)', () => {
     const disabledEvent = JSON.parse(watcher.requests.find((q) => JSON.parse(q.body).data.payload.webhook_id === hook.id)!.body);
     expect(disabledEvent.type).toBe('webhook.disabled');
     expect(disabledEvent.data.payload).toEqual({ webhook_id: hook.id, webhook_name: 'test', reason: 'gone' });
-    expect(watch.id).not.toBe(hook.id);
+    // Only the webhook that answered 410 is disabled.
+    expect((await stack.api.call('GET', `/webhooks/${watch.id}`, { key: stack.org.admin })).body.status).toBe('active');
   });
 
   it('a 429 waits for Retry-After without consuming an attempt or starting a streak', async () => {

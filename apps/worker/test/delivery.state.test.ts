@@ -53,6 +53,20 @@ describe('pause and resume (SPEC 3.2)', () => {
   });
 });
 
+describe('delete', () => {
+  it('cancels pending deliveries: nothing more is sent and the history goes with the webhook', async () => {
+    const r = await stack.receiver(() => ({ status: 500 }));
+    const hook = await stack.webhook(r);
+    await stack.ingest([auditEvent()]);
+    const [retrying] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'retrying');
+    expect((await call('DELETE', `/webhooks/${hook.id}`)).status).toBe(204);
+    const sent = r.requests.length;
+    await new Promise((res) => setTimeout(res, 1000));
+    expect(r.requests.length).toBe(sent);
+    expect(await stack.api.db.delivery.count({ where: { id: retrying!.id } })).toBe(0);
+  });
+});
+
 describe('manual retry (SPEC 4.1)', () => {
   it('starts a fresh cycle of 8 attempts on a failed delivery and keeps the earlier attempts', async () => {
     let healthy = false;

@@ -35,12 +35,6 @@ export const auditEventInputSchema = z.strictObject({
 });
 export type AuditEventInput = z.input<typeof auditEventInputSchema>;
 
-/** Body of POST /audit-events: one event, or `{"events": [...]}` with 1 to 1000. */
-export const ingestBodySchema = z.union([
-  z.strictObject({ events: z.array(z.unknown()).min(1, 'events must hold 1 to 1000 events').max(1000, 'events must hold 1 to 1000 events') }),
-  z.record(z.string(), z.unknown()),
-]);
-
 export interface IngestDeps {
   db: Db;
   /** When absent (or Redis is down), the worker's reconciler fans the events out within ~10 s. */

@@ -47,7 +47,11 @@ async function requireWebhook(db: Db, orgId: string, webhookId: string) {
 async function attemptsOf(db: Db, deliveryIds: string[]): Promise<Map<string, DeliveryAttempt[]>> {
   const rows = await db.deliveryAttempt.findMany({ where: { deliveryId: { in: deliveryIds } }, orderBy: [{ deliveryId: 'asc' }, { id: 'asc' }] });
   const map = new Map<string, DeliveryAttempt[]>();
-  for (const row of rows) map.set(row.deliveryId, [...(map.get(row.deliveryId) ?? []), row]);
+  for (const row of rows) {
+    const list = map.get(row.deliveryId);
+    if (list) list.push(row);
+    else map.set(row.deliveryId, [row]);
+  }
   return map;
 }
 

@@ -1,0 +1,40 @@
+import type { Logger } from './logger';
+
+/** What a started service hands back: its logger and how to stop it gracefully. */
+export interface RunningService {
+  logger: Logger;
+  stop(signal: NodeJS.Signals): Promise<void>;
+}
+
+/**
+ * Runs a process's service: starts it, stops it once on the first SIGTERM or SIGINT and exits, and exits 1 with a
+ * readable message when start-up fails (a configuration error prints as is; nothing secret is loaded before it).
+ */
+export function runService(start: () => Promise<RunningService>): void {
+  start().then(
+    ({ logger, stop }) => {
+      let stopping = false;
+      const onSignal = (signal: NodeJS.Signals) => {
+        if (stopping) return;
+        stopping = true;
+        logger.info({ signal }, 'stopping');
+        stop(signal).then(
+          () => {
+            logger.info('stopped');
+            process.exit(0);
+          },
+          (error: unknown) => {
+            logger.error({ err: error }, 'stopping failed');
+            process.exit(1);
+          },
+        );
+      };
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
+    },
+    (error: unknown) => {
+      console.error(error instanceof Error && error.name === 'ConfigError' ? error.message : error);
+      process.exit(1);
+    },
+  );
+}
