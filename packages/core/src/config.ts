@@ -43,6 +43,7 @@ const envSchema = z.object({
   EGRESS_EXTRA_CA_FILE: z.string().default(''),
   RATE_LIMIT_STORE: z.enum(['memory', 'redis']).default('memory'),
   RATE_LIMIT_FAIL_MODE: z.enum(['open', 'closed']).default('open'),
+  RATE_LIMIT_REDIS_TIMEOUT_MS: integer(1, 10_000).default(250),
 });
 
 export type Config = Omit<z.output<typeof envSchema>, 'GATEHOOK_ENCRYPTION_KEY'> & {

@@ -70,6 +70,7 @@ export const ruleScopeSchema = z.strictObject({
     .default(''),
 });
 export type RuleScope = z.output<typeof ruleScopeSchema>;
+export type RuleScopeInput = z.input<typeof ruleScopeSchema>;
 
 /** key_by: at least one item, includes org, no duplicates; canonicalised to sorted order. */
 const keyBy = z

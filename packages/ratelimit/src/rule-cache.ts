@@ -1,0 +1,134 @@
+import type { Redis } from 'ioredis';
+import type { RateLimitRule } from '@gatehook/core/rate-limit-rule-schema';
+import { budgetOf, type Budget } from './budget';
+import { rulesChannel } from './invalidation';
+import { compileScope, type ScopeMatcher } from './scope';
+
+/** Where rules come from: the active rules of an organisation, in rule order (created_at, then id). */
+export type RuleSource = (orgId: string) => Promise<RateLimitRule[]>;
+
+/** A rule ready for the hot path: its budget and compiled scope. */
+export interface CompiledRule {
+  rule: RateLimitRule;
+  budget: Budget;
+  scope: ScopeMatcher;
+}
+
+/** The few logger methods the limiter uses (pino fits). */
+export interface LimiterLogger {
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface RuleCacheOptions {
+  source: RuleSource;
+  /** Backstop when an invalidation message is lost (Redis down): rules are reloaded at least this often. */
+  ttlMs?: number;
+  /** After a failed load, how long the previous rules keep being used before the next try. */
+  retryMs?: number;
+  logger?: LimiterLogger;
+  now?: () => number;
+}
+
+interface Entry {
+  rules: CompiledRule[];
+  freshUntil: number;
+}
+
+/**
+ * Compiled rules per organisation, in this process. A rule change anywhere is announced on Redis pub/sub
+ * (invalidation.ts) and marks the organisation's entry stale at once; the next check reloads it. A load racing
+ * an invalidation is not cached as fresh (a generation counter tells), and when a reload fails the previous
+ * rules stay in force rather than none.
+ */
+export class RuleCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly generations = new Map<string, number>();
+  private readonly loading = new Map<string, Promise<CompiledRule[]>>();
+  private readonly ttlMs: number;
+  private readonly retryMs: number;
+  private readonly now: () => number;
+
+  constructor(private readonly options: RuleCacheOptions) {
+    this.ttlMs = options.ttlMs ?? 10_000;
+    this.retryMs = options.retryMs ?? 1_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** The organisation's active rules, compiled. Throws only when they cannot be loaded and none are cached. */
+  async rulesOf(orgId: string): Promise<CompiledRule[]> {
+    const entry = this.entries.get(orgId);
+    if (entry && this.now() < entry.freshUntil) return entry.rules;
+    let load = this.loading.get(orgId);
+    if (!load) {
+      load = this.load(orgId, entry).finally(() => this.loading.delete(orgId));
+      this.loading.set(orgId, load);
+    }
+    return load;
+  }
+
+  /** Forgets an organisation's rules: the next check reloads them. */
+  invalidate(orgId: string): void {
+    this.generations.set(orgId, (this.generations.get(orgId) ?? 0) + 1);
+    const entry = this.entries.get(orgId);
+    if (entry) entry.freshUntil = 0;
+  }
+
+  /** Forgets every organisation's rules (after a pub/sub reconnect, messages may have been missed). */
+  invalidateAll(): void {
+    for (const orgId of this.entries.keys()) this.invalidate(orgId);
+  }
+
+  /**
+   * Listens for rule changes on a connection of its own (a subscribed ioredis connection can do nothing else).
+   * Returns the function that stops listening.
+   */
+  async subscribe(subscriber: Redis, prefix: string): Promise<() => Promise<void>> {
+    const channel = rulesChannel(prefix);
+    const onMessage = (from: string, orgId: string) => {
+      if (from === channel) this.invalidate(orgId);
+    };
+    const onReady = () => this.invalidateAll();
+    subscriber.on('message', onMessage);
+    subscriber.on('ready', onReady);
+    await subscriber.subscribe(channel);
+    return async () => {
+      subscriber.off('message', onMessage);
+      subscriber.off('ready', onReady);
+      await subscriber.unsubscribe(channel).catch(() => undefined);
+    };
+  }
+
+  private async load(orgId: string, previous: Entry | undefined): Promise<CompiledRule[]> {
+    const generation = this.generations.get(orgId) ?? 0;
+    let rules: RateLimitRule[];
+    try {
+      rules = await this.options.source(orgId);
+    } catch (error) {
+      if (!previous) throw error;
+      this.options.logger?.warn({ org_id: orgId, err: (error as Error).message }, 'rate limit rules could not be reloaded; the previous rules stay in force');
+      previous.freshUntil = this.now() + this.retryMs;
+      return previous.rules;
+    }
+    const compiled = this.compile(orgId, rules);
+    if ((this.generations.get(orgId) ?? 0) === generation) {
+      this.entries.set(orgId, { rules: compiled, freshUntil: this.now() + this.ttlMs });
+    } else {
+      // Changed while loading: use what was read for this call, reload on the next.
+      this.entries.set(orgId, { rules: compiled, freshUntil: 0 });
+    }
+    return compiled;
+  }
+
+  private compile(orgId: string, rules: readonly RateLimitRule[]): CompiledRule[] {
+    const compiled: CompiledRule[] = [];
+    for (const rule of rules) {
+      try {
+        compiled.push({ rule, budget: budgetOf(rule), scope: compileScope(rule.scope) });
+      } catch (error) {
+        // A stored condition that no longer compiles matches nothing (as for webhooks, SPEC 6.2.7): never widened.
+        this.options.logger?.warn({ org_id: orgId, rule_id: rule.id, err: (error as Error).message }, 'rate limit rule scope does not compile; the rule matches nothing');
+      }
+    }
+    return compiled;
+  }
+}

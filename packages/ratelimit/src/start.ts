@@ -1,0 +1,91 @@
+import { Redis } from 'ioredis';
+import { RateLimiter, type ExceededEvent, type FailMode } from './limiter';
+import { RuleCache, type LimiterLogger, type RuleSource } from './rule-cache';
+import { MemoryCounterStore } from './stores/memory';
+import { RedisCounterStore } from './stores/redis';
+import type { CounterStore } from './stores/store';
+
+export interface StartRateLimiterOptions {
+  /** Active rules of an organisation, e.g. `(orgId) => loadActiveRules(db, orgId)` from @gatehook/db. */
+  source: RuleSource;
+  redisUrl: string;
+  /** REDIS_PREFIX: counters and the invalidation channel live under it. */
+  prefix: string;
+  /** RATE_LIMIT_STORE: `memory` (per process, the default) or `redis` (one shared counter). */
+  store: 'memory' | 'redis';
+  /** RATE_LIMIT_FAIL_MODE. */
+  failMode: FailMode;
+  /** RATE_LIMIT_REDIS_TIMEOUT_MS: a Redis check slower than this counts as Redis being down. */
+  redisTimeoutMs?: number;
+  ruleCacheTtlMs?: number;
+  onExceeded?: (event: ExceededEvent) => Promise<unknown>;
+  logger?: LimiterLogger;
+}
+
+/** A running limiter with the connections it owns. */
+export interface RunningRateLimiter {
+  limiter: RateLimiter;
+  rules: RuleCache;
+  store: CounterStore;
+  /** Stops listening, waits for pending reports, closes connections; safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a limiter as a gateway embeds it or the API serves it: the rule cache listening for changes on its own
+ * subscriber connection (whatever the store), and with `redis` a command connection that fails fast (no offline
+ * queue, no retries per command) so an outage goes to the fail mode instead of piling up calls.
+ */
+export async function startRateLimiter(options: StartRateLimiterOptions): Promise<RunningRateLimiter> {
+  const rules = new RuleCache({ source: options.source, ...(options.ruleCacheTtlMs ? { ttlMs: options.ruleCacheTtlMs } : {}), ...(options.logger ? { logger: options.logger } : {}) });
+  const subscriber = new Redis(options.redisUrl, { lazyConnect: true, maxRetriesPerRequest: null });
+  subscriber.on('error', () => undefined);
+  let commands: Redis | undefined;
+  let store: CounterStore;
+  if (options.store === 'redis') {
+    commands = new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, lazyConnect: true });
+    commands.on('error', () => undefined);
+    store = new RedisCounterStore(commands, { prefix: options.prefix, ...(options.redisTimeoutMs ? { timeoutMs: options.redisTimeoutMs } : {}) });
+  } else {
+    store = new MemoryCounterStore();
+  }
+
+  // Neither connection may block start-up: a limiter must come up (and fail open or closed) with Redis down.
+  let unsubscribe: (() => Promise<void>) | undefined;
+  await Promise.allSettled([
+    commands?.connect(),
+    subscriber.connect().then(async () => {
+      unsubscribe = await rules.subscribe(subscriber, options.prefix);
+    }),
+  ]);
+  if (!unsubscribe) {
+    // Subscribe once the connection comes up; until then the cache TTL bounds staleness.
+    subscriber.once('ready', () => {
+      void rules.subscribe(subscriber, options.prefix).then((stop) => (unsubscribe = stop), () => undefined);
+    });
+  }
+
+  const limiter = new RateLimiter({
+    rules,
+    store,
+    failMode: options.failMode,
+    ...(options.onExceeded ? { onExceeded: options.onExceeded } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+
+  let closed = false;
+  return {
+    limiter,
+    rules,
+    store,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await unsubscribe?.().catch(() => undefined);
+      await limiter.close();
+      await store.close();
+      subscriber.disconnect();
+      commands?.disconnect();
+    },
+  };
+}

@@ -1,0 +1,41 @@
+import { MemoryCounterStore } from './memory';
+
+describe('MemoryCounterStore', () => {
+  let clock = 0;
+  const batch = (id: string, calls = 2, windowMs = 1000) => ({ orgId: 'org', ids: [id], limits: [{ calls, windowMs, deny: true }], cost: 1 });
+
+  it('drops counters whose window has ended, and only those', async () => {
+    const store = new MemoryCounterStore({ now: () => clock });
+    clock = 0;
+    for (let i = 0; i < 100; i += 1) store.decide(batch(`short-${i}`, 2, 1000));
+    store.decide(batch('long', 2, 60_000));
+    expect(store.size).toBe(101);
+    clock = 999;
+    store.sweep();
+    expect(store.size).toBe(101);
+    clock = 1000;
+    store.sweep();
+    expect(store.size).toBe(1);
+    // The surviving counter still holds its budget.
+    expect(store.decide(batch('long', 2, 60_000)).outcomes[0]!.remaining).toBe(0);
+    await store.close();
+  });
+
+  it('never holds more than maxCounters, dropping the oldest windows first', async () => {
+    const store = new MemoryCounterStore({ now: () => 0, maxCounters: 50 });
+    for (let i = 0; i < 500; i += 1) store.decide(batch(`k-${i}`));
+    expect(store.size).toBe(50);
+    // The newest counters survived: k-499 has used one call already.
+    expect(store.decide(batch('k-499')).outcomes[0]!.remaining).toBe(0);
+    await store.close();
+  });
+
+  it('keeps counters of different organisations apart', async () => {
+    const store = new MemoryCounterStore({ now: () => 0 });
+    const one = { orgId: 'a', ids: ['r:k'], limits: [{ calls: 1, windowMs: 1000, deny: true }], cost: 1 };
+    expect(store.decide(one).allowed).toBe(true);
+    expect(store.decide(one).allowed).toBe(false);
+    expect(store.decide({ ...one, orgId: 'b' }).allowed).toBe(true);
+    await store.close();
+  });
+});
