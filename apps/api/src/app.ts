@@ -17,6 +17,7 @@ import { deliveryRoutes } from './routes/deliveries';
 import { eventTypeRoutes } from './routes/event-types';
 import { notificationRoutes } from './routes/notifications';
 import { healthRoutes } from './routes/health';
+import { rateLimitRuleRoutes } from './routes/rate-limit-rules';
 import { webhookRoutes } from './routes/webhooks';
 
 export interface AppDeps {
@@ -78,6 +79,7 @@ export function createApp(deps: AppDeps): Express {
       rotationOverlapSeconds: deps.config.SECRET_ROTATION_OVERLAP_SECONDS,
       ...(deps.lookup ? { lookup: deps.lookup } : {}),
     }),
+    ...rateLimitRuleRoutes({ db: deps.db, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, logger: deps.logger }),
   ];
   const openapi = buildOpenApi(routes, GATEHOOK_VERSION);
   app.get('/openapi.json', (_req, res) => {

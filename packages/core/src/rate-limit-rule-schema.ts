@@ -118,7 +118,9 @@ export const ruleDefinitionSchema = z
     action: action.default('deny'),
   })
   .superRefine((rule, ctx) => {
-    if (rule.burst > rule.limit) ctx.addIssue({ code: 'custom', path: ['burst'], message: `burst must be at most limit (${rule.limit})` });
+    // A limit that is itself invalid already has its issue; comparing burst with it would only add noise.
+    const limitValid = Number.isInteger(rule.limit) && rule.limit >= 1;
+    if (limitValid && rule.burst > rule.limit) ctx.addIssue({ code: 'custom', path: ['burst'], message: `burst must be at most limit (${rule.limit})` });
   });
 export type RuleDefinition = z.output<typeof ruleDefinitionSchema>;
 export type RuleDefinitionInput = z.input<typeof ruleDefinitionSchema>;

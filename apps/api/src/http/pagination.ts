@@ -37,7 +37,26 @@ export function page<T extends { createdAt: Date; id: string }>(rows: T[], limit
   return { items, nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
 }
 
-/** The `where` fragment selecting rows after a cursor in (created_at desc, id desc) order. */
-export function afterCursor(cursor: Cursor | undefined): { OR?: ({ createdAt: { lt: Date } } | { createdAt: Date; id: { lt: string } })[] } {
-  return cursor ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] } : {};
+/** Which way a list runs over (created_at, id); a cursor continues in the same direction. */
+export type PageDirection = 'asc' | 'desc';
+
+type After<T> = { lt: T } | { gt: T };
+
+function after<T>(value: T, direction: PageDirection): After<T> {
+  return direction === 'desc' ? { lt: value } : { gt: value };
+}
+
+/** The `where` fragment selecting rows after a cursor in (created_at, id) order, newest first unless `asc`. */
+export function afterCursor(
+  cursor: Cursor | undefined,
+  direction: PageDirection = 'desc',
+): { OR?: ({ createdAt: After<Date> } | { createdAt: Date; id: After<string> })[] } {
+  return cursor
+    ? { OR: [{ createdAt: after(cursor.createdAt, direction) }, { createdAt: cursor.createdAt, id: after(cursor.id, direction) }] }
+    : {};
+}
+
+/** The `orderBy` matching afterCursor: created_at, then id as the tie-breaker. */
+export function pageOrder(direction: PageDirection): [{ createdAt: PageDirection }, { id: PageDirection }] {
+  return [{ createdAt: direction }, { id: direction }];
 }

@@ -1,6 +1,6 @@
-import type { Request } from 'express';
 import { z } from 'zod';
 import { createWebhookSchema, patchWebhookSchema, WEBHOOK_STATUSES, webhookSchema } from '@gatehook/core/webhook-schema';
+import { actorOf } from '../http/actor';
 import { pageQuery } from '../http/pagination';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { errorResponses, idParams } from '../http/schemas';
@@ -12,25 +12,15 @@ import {
   listWebhooks,
   rotateSecret,
   updateWebhook,
-  type Actor,
   type StatusOperation,
   type WebhookDeps,
 } from '../services/webhooks';
-import type { Principal } from '@gatehook/core/api-keys';
 
 const createdSchema = webhookSchema.extend({
   secret: z.string().describe('The signing secret (whsec_...). Shown this once; store it now.'),
 });
 const listSchema = z.object({ items: z.array(webhookSchema), next_cursor: z.string().nullable() });
 const rotatedSchema = z.object({ secret: z.string(), previous_valid_until: z.iso.datetime() });
-
-function actorOf(principal: Principal, req: Request): Actor {
-  const context: Record<string, string> = {};
-  if (req.ip) context.ip = req.ip;
-  const agent = req.get('user-agent');
-  if (agent) context.user_agent = agent.slice(0, 256);
-  return { principal, context };
-}
 
 const statusOperations: { operation: StatusOperation; summary: string }[] = [
   { operation: 'enable', summary: 'Re-enable a webhook: active, failure streak cleared, only new events delivered' },

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Principal } from '@gatehook/core/api-keys';
 import type { SecretBox } from '@gatehook/core/encryption';
 import { AppError, notFound, validationError, type FieldIssue } from '@gatehook/core/errors';
 import { maskUrl } from '@gatehook/core/masking';
@@ -12,6 +11,7 @@ import { cancelQueuedWork } from '@gatehook/delivery/webhook-state';
 import type { Db, Prisma } from '@gatehook/db/client';
 import type { Webhook } from '@gatehook/db/generated/client';
 import { checkDestinationUrl, type CidrList, type HostLookup } from '@gatehook/egress/address-policy';
+import { auditFields, type Actor } from '../http/actor';
 import { afterCursor, decodeCursor, page } from '../http/pagination';
 
 export interface WebhookDeps {
@@ -22,12 +22,6 @@ export interface WebhookDeps {
   rotationOverlapSeconds: number;
   /** Name resolution for the address policy; tests inject one, production uses the system resolver. */
   lookup?: HostLookup;
-}
-
-/** Who is acting, for audit events: the API key and the request context. */
-export interface Actor {
-  principal: Principal;
-  context: Record<string, string>;
 }
 
 /** Maps a stored webhook to its API form: masks and names only, never a secret value. */
@@ -96,18 +90,8 @@ function sameMap(a: Record<string, string>, b: Record<string, string>): boolean 
   return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
 }
 
-function auditBase(actor: Actor, webhook: { orgId: string; id: string; name: string }) {
-  return {
-    orgId: webhook.orgId,
-    actorType: 'user' as const,
-    actorId: actor.principal.keyId,
-    actorDisplayName: actor.principal.keyName,
-    resourceType: 'webhook',
-    resourceId: webhook.id,
-    resourceDisplayName: webhook.name,
-    context: actor.context,
-    payload: { webhook_id: webhook.id, webhook_name: webhook.name },
-  };
+function auditBase(actor: Actor, webhook: { id: string; name: string }) {
+  return auditFields(actor, { type: 'webhook', payloadKey: 'webhook', id: webhook.id, name: webhook.name });
 }
 
 // Locks the row for the rest of the transaction so that concurrent edits produce exact diffs.
