@@ -1,3 +1,4 @@
+import { closeRedis } from '@gatehook/core/service';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Config } from '@gatehook/core/config';
@@ -143,7 +144,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
         await Promise.allSettled(workers.map((w) => w.close()));
         await egress.close();
         await queues.close();
-        await Promise.allSettled([producer.quit(), workerConnection.quit()]);
+        await Promise.allSettled([closeRedis(producer), closeRedis(workerConnection)]);
       })();
       return closing;
     },

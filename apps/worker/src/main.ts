@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { SecretBox } from '@gatehook/core/encryption';
 import { createLogger } from '@gatehook/core/logger';
-import { runService, type RunningService } from '@gatehook/core/service';
+import { runService, type RunningService, closeRedis } from '@gatehook/core/service';
 import { createDb } from '@gatehook/db/client';
 import { loadConfig } from './env';
 import { startEngine } from './engine';
@@ -32,7 +32,7 @@ async function main(): Promise<RunningService> {
       server.close();
       // Workers finish their in-flight jobs (or hand them back) before connections close.
       await engine.close();
-      await Promise.allSettled([db.$disconnect(), redis.quit()]);
+      await Promise.allSettled([db.$disconnect(), closeRedis(redis)]);
     },
   };
 }

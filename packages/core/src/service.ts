@@ -38,3 +38,23 @@ export function runService(start: () => Promise<RunningService>): void {
     },
   );
 }
+
+/** The part of an ioredis connection that closing needs. */
+interface Closable {
+  quit(): Promise<unknown>;
+  disconnect(): void;
+}
+
+/**
+ * Closes a Redis connection gracefully (QUIT lets pending replies arrive), but never waits on a Redis that is
+ * down: a QUIT queued on a reconnecting client would wait forever, so after `ms` the socket is simply dropped.
+ */
+export async function closeRedis(client: Closable, ms = 1000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([client.quit().catch(() => undefined), gaveUp]);
+  clearTimeout(timer);
+  client.disconnect();
+}

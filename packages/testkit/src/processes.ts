@@ -35,15 +35,17 @@ export async function startRedisServer(): Promise<{ url: string; flushAll(): Pro
   const admin = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 100 });
   admin.on('error', () => undefined);
   await waitUntil(async () => (await admin.ping()) === 'PONG', 10_000, 'redis-server');
+  const exited = once(child, 'exit');
   return {
     url,
     async flushAll() {
       await admin.flushall();
     },
+    /** Kills the server; safe to call twice. */
     async close() {
       admin.disconnect();
-      child.kill('SIGKILL');
-      await once(child, 'exit').catch(() => undefined);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited.catch(() => undefined);
     },
   };
 }
