@@ -8,7 +8,8 @@ import type { Db } from '@gatehook/db/client';
 import type { Sender } from '@gatehook/delivery/attempt';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { parseCidrList, type HostLookup } from '@gatehook/egress/address-policy';
-import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import type { RateLimiter } from '@gatehook/ratelimit/limiter';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import { errorHandler, notFoundHandler } from './http/errors';
 import { buildOpenApi } from './http/openapi';
 import { mountRoutes, type AnyRoute } from './http/route';
@@ -17,6 +18,7 @@ import { deliveryRoutes } from './routes/deliveries';
 import { eventTypeRoutes } from './routes/event-types';
 import { notificationRoutes } from './routes/notifications';
 import { healthRoutes } from './routes/health';
+import { rateLimitCheckRoutes } from './routes/rate-limit-check';
 import { rateLimitRuleRoutes } from './routes/rate-limit-rules';
 import { webhookRoutes } from './routes/webhooks';
 
@@ -30,6 +32,8 @@ export interface AppDeps {
   queues?: DeliveryQueues;
   /** Outbound sender for test sends (the egress client). */
   send?: Sender;
+  /** The rate limiter behind POST /rate-limits/check (packages/ratelimit, started by the caller). */
+  limiter: RateLimiter;
   /** Host name resolution for the address policy (tests inject one). */
   lookup?: HostLookup;
 }
@@ -48,6 +52,12 @@ export function createApp(deps: AppDeps): Express {
     help: 'API request duration by route and status',
     labelNames: ['method', 'route', 'status'],
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const decisions = new Counter({
+    name: 'gatehook_rate_limit_decisions_total',
+    help: 'Rate limit checks by outcome (allowed, denied) and source (memory, redis, fallback, fail_open, fail_closed, no_rules)',
+    labelNames: ['outcome', 'source'],
     registers: [registry],
   });
 
@@ -79,6 +89,7 @@ export function createApp(deps: AppDeps): Express {
       rotationOverlapSeconds: deps.config.SECRET_ROTATION_OVERLAP_SECONDS,
       ...(deps.lookup ? { lookup: deps.lookup } : {}),
     }),
+    ...rateLimitCheckRoutes({ limiter: deps.limiter, decisions }),
     ...rateLimitRuleRoutes({ db: deps.db, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, logger: deps.logger }),
   ];
   const openapi = buildOpenApi(routes, GATEHOOK_VERSION);

@@ -2,11 +2,12 @@ import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { SecretBox } from '@gatehook/core/encryption';
 import { createLogger } from '@gatehook/core/logger';
-import { runService, type RunningService } from '@gatehook/core/service';
+import { runService, type RunningService, closeRedis } from '@gatehook/core/service';
 import { createDb } from '@gatehook/db/client';
 import { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createApp } from './app';
+import { startConfiguredRateLimiter } from './services/rate-limit-check';
 import { loadConfig } from './env';
 
 async function main(): Promise<RunningService> {
@@ -21,8 +22,10 @@ async function main(): Promise<RunningService> {
   producer.on('error', () => undefined);
   const queues = new DeliveryQueues(producer, config.REDIS_PREFIX);
   const egress = egressClientFromConfig(config);
+  const rateLimiting = await startConfiguredRateLimiter(config, db, { queues, logger });
   const app = createApp({
     config, db, redis, queues, logger,
+    limiter: rateLimiting.limiter,
     box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY),
     send: (request) => egress.send(request),
   });
@@ -38,8 +41,8 @@ async function main(): Promise<RunningService> {
       server.close();
       server.closeIdleConnections();
       await once(server, 'close').catch(() => undefined);
-      await Promise.allSettled([queues.close(), egress.close()]);
-      await Promise.allSettled([db.$disconnect(), redis.quit(), producer.quit()]);
+      await Promise.allSettled([queues.close(), egress.close(), rateLimiting.close()]);
+      await Promise.allSettled([db.$disconnect(), closeRedis(redis), closeRedis(producer)]);
     },
   };
 }

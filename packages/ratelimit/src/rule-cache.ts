@@ -82,7 +82,7 @@ export class RuleCache {
    * Listens for rule changes on a connection of its own (a subscribed ioredis connection can do nothing else).
    * Returns the function that stops listening.
    */
-  async subscribe(subscriber: Redis, prefix: string): Promise<() => Promise<void>> {
+  async subscribe(subscriber: Redis, prefix: string): Promise<() => void> {
     const channel = rulesChannel(prefix);
     const onMessage = (from: string, orgId: string) => {
       if (from === channel) this.invalidate(orgId);
@@ -91,10 +91,10 @@ export class RuleCache {
     subscriber.on('message', onMessage);
     subscriber.on('ready', onReady);
     await subscriber.subscribe(channel);
-    return async () => {
+    // Stops listening; the caller disconnects the subscriber (an UNSUBSCRIBE to a Redis that is down would wait).
+    return () => {
       subscriber.off('message', onMessage);
       subscriber.off('ready', onReady);
-      await subscriber.unsubscribe(channel).catch(() => undefined);
     };
   }
 

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { closeRedis } from '@gatehook/core/service';
 import { RateLimiter, type ExceededEvent, type FailMode } from './limiter';
 import { RuleCache, type LimiterLogger, type RuleSource } from './rule-cache';
 import { MemoryCounterStore } from './stores/memory';
@@ -51,7 +52,7 @@ export async function startRateLimiter(options: StartRateLimiterOptions): Promis
   }
 
   // Neither connection may block start-up: a limiter must come up (and fail open or closed) with Redis down.
-  let unsubscribe: (() => Promise<void>) | undefined;
+  let unsubscribe: (() => void) | undefined;
   await Promise.allSettled([
     commands?.connect(),
     subscriber.connect().then(async () => {
@@ -81,11 +82,11 @@ export async function startRateLimiter(options: StartRateLimiterOptions): Promis
     async close() {
       if (closed) return;
       closed = true;
-      await unsubscribe?.().catch(() => undefined);
+      unsubscribe?.();
+      subscriber.disconnect();
       await limiter.close();
       await store.close();
-      subscriber.disconnect();
-      commands?.disconnect();
+      if (commands) await closeRedis(commands);
     },
   };
 }

@@ -1,8 +1,10 @@
+import { closeRedis } from '@gatehook/core/service';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { Redis } from 'ioredis';
 import { createApp } from '@gatehook/api/app';
+import { startConfiguredRateLimiter } from '@gatehook/api/services/rate-limit-check';
 import { parseConfig, type Config } from '@gatehook/core/config';
 import { SecretBox } from '@gatehook/core/encryption';
 import { createLogger } from '@gatehook/core/logger';
@@ -12,6 +14,7 @@ import { createDb, type Db } from '@gatehook/db/client';
 import { DeliveryQueues } from '@gatehook/delivery/jobs';
 import type { HostLookup } from '@gatehook/egress/address-policy';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
+import type { RateLimiter } from '@gatehook/ratelimit/limiter';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from './env';
 
 export interface TestApi {
@@ -19,6 +22,8 @@ export interface TestApi {
   config: Config;
   db: Db;
   redis: Redis;
+  /** The limiter behind /rate-limits/check, e.g. to wait for its rate_limit.exceeded reports. */
+  limiter: RateLimiter;
   /** Calls the API with a key; the body is sent as JSON unless it is a string. */
   call(method: string, path: string, options?: { key?: string; body?: unknown; headers?: Record<string, string> }): Promise<TestResponse>;
   close(): Promise<void>;
@@ -53,10 +58,12 @@ export async function startTestApi(
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1 });
   const queues = options.queues === false ? undefined : new DeliveryQueues(redis, config.REDIS_PREFIX);
   const egress = egressClientFromConfig(config);
+  const rateLimiting = await startConfiguredRateLimiter(config, db, { queues });
   const app = createApp({
     config,
     db,
     redis,
+    limiter: rateLimiting.limiter,
     ...(queues ? { queues } : {}),
     send: (request) => egress.send(request),
     box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY),
@@ -74,6 +81,7 @@ export async function startTestApi(
     config,
     db,
     redis,
+    limiter: rateLimiting.limiter,
     async call(method, path, { key, body, headers = {} } = {}) {
       const init: RequestInit = { method, headers: { ...headers } };
       if (key) (init.headers as Record<string, string>).authorization = `Bearer ${key}`;
@@ -94,8 +102,8 @@ export async function startTestApi(
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
-      await Promise.allSettled([queues?.close(), egress.close()]);
-      await Promise.allSettled([db.$disconnect(), redis.quit()]);
+      await Promise.allSettled([queues?.close(), egress.close(), rateLimiting.close()]);
+      await Promise.allSettled([db.$disconnect(), closeRedis(redis)]);
     },
   };
 }

@@ -1,0 +1,75 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { TEST_REDIS_URL } from '@gatehook/testkit/env';
+import type { CounterLimit } from '../consume';
+import { MemoryCounterStore } from './memory';
+import { RedisCounterStore } from './redis';
+
+const prefix = `test_${randomBytes(6).toString('hex')}`;
+const redis = new Redis(TEST_REDIS_URL);
+const store = new RedisCounterStore(redis, { prefix, timeoutMs: 2000 });
+
+afterAll(async () => {
+  const keys = await redis.keys(`${prefix}:*`);
+  if (keys.length > 0) await redis.del(...keys);
+  await redis.quit();
+});
+
+describe('RedisCounterStore', () => {
+  it('decides exactly like the memory store (differential, 3,000 random checks)', async () => {
+    const memory = new MemoryCounterStore();
+    const orgId = randomUUID();
+    let seed = 42;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    // Six counters with small budgets so that denials, log_only exceedances and costs all happen often.
+    const pool: { id: string; limit: CounterLimit }[] = Array.from({ length: 6 }, (_, i) => ({
+      id: `rule-${i}:org=${orgId}`,
+      limit: { calls: 5 + rand(40), windowMs: 3_600_000, deny: i % 3 !== 2 },
+    }));
+    for (let step = 0; step < 3_000; step += 1) {
+      const chosen = pool.filter(() => rand(2) === 0);
+      if (chosen.length === 0) continue;
+      const batch = { orgId, ids: chosen.map((c) => c.id), limits: chosen.map((c) => c.limit), cost: 1 + (rand(5) === 0 ? rand(6) : 0) };
+      const [fromRedis, fromMemory] = [await store.checkAndConsume(batch), memory.decide(batch)];
+      const shape = (d: typeof fromRedis) => ({ allowed: d.allowed, outcomes: d.outcomes.map(({ remaining, exceeded, firstExceeded }) => ({ remaining, exceeded, firstExceeded })) });
+      if (JSON.stringify(shape(fromRedis)) !== JSON.stringify(shape(fromMemory))) {
+        throw new Error(`step ${step}: redis ${JSON.stringify(shape(fromRedis))} memory ${JSON.stringify(shape(fromMemory))}`);
+      }
+    }
+    await memory.close();
+  });
+
+  it("hash-tags every key by organisation and expires a counter when its window ends, on Redis's clock", async () => {
+    const orgId = randomUUID();
+    const decision = await store.checkAndConsume({ orgId, ids: ['r1:org=x', 'r2:org=x;user=u'], limits: [{ calls: 3, windowMs: 5000, deny: true }, { calls: 3, windowMs: 60_000, deny: true }], cost: 1 });
+    const [seconds, micros] = await redis.time();
+    const serverNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    expect(Math.abs(decision.now - serverNow)).toBeLessThan(1000);
+    expect(decision.outcomes.map((o) => o.resetAt - decision.now)).toEqual([5000, 60_000]);
+    const keys = (await redis.keys(`${prefix}:rl:{${orgId}}:*`)).sort();
+    expect(keys).toEqual([`${prefix}:rl:{${orgId}}:r1:org=x`, `${prefix}:rl:{${orgId}}:r2:org=x;user=u`]);
+    const ttl = await redis.pttl(keys[0]!);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(5000);
+  });
+
+  it('loads the script again into a Redis that forgot it (SCRIPT FLUSH)', async () => {
+    const orgId = randomUUID();
+    const batch = { orgId, ids: ['r:org=x'], limits: [{ calls: 2, windowMs: 60_000, deny: true }], cost: 1 };
+    await store.checkAndConsume(batch);
+    await redis.script('FLUSH');
+    const after = await store.checkAndConsume(batch);
+    expect(after.outcomes[0]!.remaining).toBe(0);
+  });
+
+  it('fails (for the limiter to apply its fail mode) when Redis does not answer in time', async () => {
+    const dead = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    dead.on('error', () => undefined);
+    const unreachable = new RedisCounterStore(dead, { prefix, timeoutMs: 100 });
+    await expect(unreachable.checkAndConsume({ orgId: randomUUID(), ids: ['r:k'], limits: [{ calls: 1, windowMs: 1000, deny: true }], cost: 1 })).rejects.toThrow();
+    dead.disconnect();
+  });
+});
