@@ -5,12 +5,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expressionFigures } from './expressions';
+import { rateLimitFigures } from './ratelimit';
 import type { Figure } from './measure';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 2);
 
-function main(): void {
-  const figures: Figure[] = [...expressionFigures(seconds)];
+async function main(): Promise<void> {
+  const figures: Figure[] = [...expressionFigures(seconds), ...(await rateLimitFigures(seconds))];
   const rows = figures.map((f) => [f.figure, f.value.toLocaleString('en-US'), f.unit, `${f.reference}: ${f.referenceValue.toLocaleString('en-US')}`, f.ratio.toFixed(3)]);
   const header = ['figure', 'value', 'unit', 'reference (same run)', 'ratio'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
@@ -26,4 +27,10 @@ function main(): void {
   console.log(`\nwritten to bench/results/latest.json (${machine.cpus} × ${machine.cpu}, Node ${machine.node})`);
 }
 
-main();
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,173 @@
+// Rate limit checks, each next to its physical limit in the same run:
+//  - in-library checks/s (memory store, 3 matching rules) against bare Map counter increments of the same 3 counters;
+//  - the Redis Lua path's checks/s against redis-benchmark's EVALSHA of the same script on the same server;
+//  - HTTP p50/p99 of POST /rate-limits/check at a fixed request rate against GET /healthz of the same process.
+import { execFileSync } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { checkRequestSchema, ruleScopeSchema, type RateLimitRule } from '@gatehook/core/rate-limit-rule-schema';
+import { issueApiKey } from '@gatehook/db/api-keys';
+import { createDb } from '@gatehook/db/client';
+import { RateLimiter } from '@gatehook/ratelimit/limiter';
+import { RuleCache } from '@gatehook/ratelimit/rule-cache';
+import { MemoryCounterStore } from '@gatehook/ratelimit/stores/memory';
+import { CHECK_AND_CONSUME_SHA, RedisCounterStore } from '@gatehook/ratelimit/stores/redis';
+import { createTestDatabase } from '@gatehook/testkit/database';
+import { TEST_REDIS_URL } from '@gatehook/testkit/env';
+import { startServiceProcess } from '@gatehook/testkit/processes';
+import { opsPerSecond, type Figure } from './measure';
+
+const ORG = randomUUID();
+const HOUR = 3600;
+
+function rule(name: string, fields: Partial<RateLimitRule>): RateLimitRule {
+  return {
+    id: randomUUID(), orgId: ORG, name, description: null, status: 'active',
+    scope: ruleScopeSchema.parse({ type: 'mcp_tool_call' }), keyBy: ['org'],
+    // Budgets far above what a run can use, so every check does the full consume path.
+    limit: 2_000_000_000, windowSeconds: HOUR, burst: 2_000_000_000, action: 'deny',
+    createdAt: new Date(), updatedAt: new Date(), ...fields,
+  };
+}
+
+// A gateway's typical set: an org ceiling, a per-user budget and a per-tool budget on a glob.
+const RULES = [
+  rule('org ceiling', {}),
+  rule('per user', { keyBy: ['org', 'user'] }),
+  rule('github tools', { keyBy: ['org', 'tool'], scope: ruleScopeSchema.parse({ type: 'mcp_tool_call', tool_patterns: ['github.*'] }) }),
+];
+const USERS = Array.from({ length: 1000 }, () => randomUUID());
+const CALLS = USERS.map((user_id) => checkRequestSchema.parse({ user_id, tool_key: 'github.create_issue' }));
+
+async function asyncOpsPerSecond(fn: () => Promise<unknown>, seconds: number, inFlight = 1): Promise<number> {
+  const run = async (until: number) => {
+    let ops = 0;
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        while (performance.now() < until) {
+          await fn();
+          ops += 1;
+        }
+      }),
+    );
+    return ops;
+  };
+  await run(performance.now() + 300);
+  const started = performance.now();
+  const ops = await run(started + seconds * 1000);
+  return Math.round((ops / (performance.now() - started)) * 1000);
+}
+
+async function memoryFigure(seconds: number): Promise<Figure> {
+  const limiter = new RateLimiter({ rules: new RuleCache({ source: async () => RULES }), store: new MemoryCounterStore() });
+  let i = 0;
+  const value = await asyncOpsPerSecond(() => limiter.check(ORG, CALLS[i++ % CALLS.length]!), seconds);
+  const counters = new Map<string, number>();
+  let j = 0;
+  const referenceValue = opsPerSecond(() => {
+    const user = USERS[j++ % USERS.length]!;
+    for (const key of [ORG, user, 'github.create_issue']) counters.set(key, (counters.get(key) ?? 0) + 1);
+  }, seconds);
+  await limiter.close();
+  return {
+    figure: 'rate limit checks in-library (memory store, 3 matching rules)',
+    value, unit: 'checks/s',
+    reference: 'bare Map increments of the same 3 counters', referenceValue,
+    ratio: Number((value / referenceValue).toFixed(4)),
+  };
+}
+
+async function redisFigure(seconds: number): Promise<Figure> {
+  const prefix = `bench_${randomBytes(4).toString('hex')}`;
+  const redis = new Redis(TEST_REDIS_URL);
+  const store = new RedisCounterStore(redis, { prefix, timeoutMs: 5000 });
+  const limits = RULES.map(() => ({ calls: 2_000_000_000, windowMs: HOUR * 1000, deny: true }));
+  const ids = ['org', 'user', 'tool'].map((k) => `${k}:bench`);
+  const batch = { orgId: ORG, ids, limits, cost: 1 };
+  await store.checkAndConsume(batch); // loads the script
+  const value = await asyncOpsPerSecond(() => store.checkAndConsume(batch), seconds, 50);
+
+  // The same script with the same keys and arguments, from redis-benchmark's 50 clients.
+  const keys = ids.map((id) => `${prefix}:rl:{${ORG}}:${id}`);
+  const args = ['1', ...limits.flatMap((l) => [String(l.calls), String(l.windowMs), '1'])];
+  const url = new URL(TEST_REDIS_URL);
+  const requests = String(Math.max(10_000, Math.round(value * seconds)));
+  const csv = execFileSync('redis-benchmark', ['-h', url.hostname, '-p', url.port || '6379', '-c', '50', '-n', requests, '--csv', 'EVALSHA', CHECK_AND_CONSUME_SHA, String(keys.length), ...keys, ...args], { encoding: 'utf8' });
+  const referenceValue = Math.round(Number(csv.trim().split('\n').at(-1)!.split(',')[1]!.replaceAll('"', '')));
+  const leftovers = await redis.keys(`${prefix}:*`);
+  if (leftovers.length > 0) await redis.del(...leftovers);
+  await redis.quit();
+  return {
+    figure: 'rate limit checks through the Redis Lua script (3 counters, 50 in flight)',
+    value, unit: 'checks/s',
+    reference: 'redis-benchmark EVALSHA of the same script, 50 clients', referenceValue,
+    ratio: Number((value / referenceValue).toFixed(4)),
+  };
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+// Open loop: requests leave on a fixed schedule whether or not earlier ones have answered, so a slow answer
+// cannot hide by slowing the load down.
+async function latencies(send: () => Promise<Response>, rate: number, seconds: number): Promise<number[]> {
+  const total = Math.round(rate * seconds);
+  const started = performance.now();
+  const times: Promise<number>[] = [];
+  for (let i = 0; i < total; i += 1) {
+    const due = started + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    const sent = performance.now();
+    times.push(send().then(async (response) => {
+      await response.arrayBuffer();
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      return performance.now() - sent;
+    }));
+  }
+  return (await Promise.all(times)).sort((a, b) => a - b);
+}
+
+async function httpFigures(seconds: number, store: 'memory' | 'redis'): Promise<Figure[]> {
+  const database = await createTestDatabase();
+  const db = createDb(database.url, { poolSize: 2 });
+  const rate = 500;
+  const api = await startServiceProcess('api', { DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: `bench_${randomBytes(4).toString('hex')}`, RATE_LIMIT_STORE: store, NODE_ENV: 'production', GATEHOOK_ENCRYPTION_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'warn' });
+  try {
+    const { key } = await issueApiKey(db, { orgId: ORG, name: 'bench', role: 'admin', permissions: [] });
+    const base = `http://127.0.0.1:${api.port}`;
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    for (const r of RULES) {
+      const body = { name: r.name, scope: r.scope, key_by: r.keyBy, limit: r.limit, window_seconds: r.windowSeconds, burst: r.burst };
+      const created = await fetch(`${base}/rate-limits/rules`, { method: 'POST', headers, body: JSON.stringify(body) });
+      if (created.status !== 201) throw new Error(`rule not created: ${created.status} ${await created.text()}`);
+    }
+    let i = 0;
+    const check = () => fetch(`${base}/rate-limits/check`, { method: 'POST', headers, body: JSON.stringify({ user_id: USERS[i++ % USERS.length], tool_key: 'github.create_issue' }) });
+    const health = () => fetch(`${base}/healthz`);
+    await latencies(check, rate, 1); // warm-up: JIT, connection pool, rule cache
+    await latencies(health, rate, 1);
+    const checks = await latencies(check, rate, seconds);
+    const probes = await latencies(health, rate, seconds);
+    return ([50, 99] as const).map((p) => {
+      const value = Number(percentile(checks, p).toFixed(2));
+      const referenceValue = Number(percentile(probes, p).toFixed(2));
+      return {
+        figure: `POST /rate-limits/check p${p} at ${rate} req/s (${store} store; lower is better)`,
+        value, unit: 'ms',
+        reference: `GET /healthz p${p} at ${rate} req/s, same process`, referenceValue,
+        ratio: Number((value / referenceValue).toFixed(4)),
+      };
+    });
+  } finally {
+    await api.kill('SIGTERM');
+    await db.$disconnect();
+    await database.drop();
+  }
+}
+
+/** Every rate limit figure. */
+export async function rateLimitFigures(seconds: number): Promise<Figure[]> {
+  return [await memoryFigure(seconds), await redisFigure(seconds), ...(await httpFigures(seconds, 'redis')), ...(await httpFigures(seconds, 'memory'))];
+}
