@@ -77,14 +77,16 @@ export class RateLimiter {
 
   /** Decides one call: allowed only if every matching deny rule has budget for its cost; consumes atomically. */
   async check(orgId: string, call: ToolCall): Promise<Decision> {
-    let compiled: CompiledRule[];
-    try {
-      compiled = await this.options.rules.rulesOf(orgId);
-    } catch (error) {
-      this.options.logger?.warn({ org_id: orgId, err: (error as Error).message }, `rate limit rules unavailable; failing ${this.failMode}`);
-      return this.failMode === 'open'
-        ? { allowed: true, retryAfterMs: null, deniedBy: null, rules: [], source: 'fail_open' }
-        : { allowed: false, retryAfterMs: this.retryStoreAfterMs, deniedBy: null, rules: [], source: 'fail_closed' };
+    let compiled = this.options.rules.cached(orgId);
+    if (!compiled) {
+      try {
+        compiled = await this.options.rules.rulesOf(orgId);
+      } catch (error) {
+        this.options.logger?.warn({ org_id: orgId, err: (error as Error).message }, `rate limit rules unavailable; failing ${this.failMode}`);
+        return this.failMode === 'open'
+          ? { allowed: true, retryAfterMs: null, deniedBy: null, rules: [], source: 'fail_open' }
+          : { allowed: false, retryAfterMs: this.retryStoreAfterMs, deniedBy: null, rules: [], source: 'fail_closed' };
+      }
     }
 
     const matching: CompiledRule[] = [];
@@ -97,9 +99,11 @@ export class RateLimiter {
 
     const keys = matching.map(({ rule }) => budgetKey(orgId, rule.keyBy, call));
     const limits: CounterLimit[] = matching.map(({ rule, budget }) => ({ calls: budget.calls, windowMs: budget.windowMs, deny: rule.action === 'deny' }));
+    const { store } = this.options;
     const batch = { orgId, ids: matching.map(({ rule }, i) => counterId(rule.id, keys[i]!)), limits, cost: call.cost };
 
-    const decided = await this.decide(orgId, batch);
+    // Memory counters decide synchronously: no promise on the default store's path.
+    const decided = store.decide ? { result: store.decide(batch), source: store.kind } : await this.decide(orgId, batch);
     if (decided === 'closed') {
       const now = this.now();
       return {
@@ -142,7 +146,6 @@ export class RateLimiter {
 
   private async decide(orgId: string, batch: Parameters<CounterStore['checkAndConsume']>[0]): Promise<{ result: StoreDecision; source: DecisionSource } | 'closed'> {
     const { store } = this.options;
-    if (store.kind === 'memory') return { result: await store.checkAndConsume(batch), source: 'memory' };
     if (this.now() >= this.storeDownUntil) {
       try {
         return { result: await store.checkAndConsume(batch), source: 'redis' };

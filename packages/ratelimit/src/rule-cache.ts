@@ -54,10 +54,17 @@ export class RuleCache {
     this.now = options.now ?? Date.now;
   }
 
+  /** The organisation's rules when a fresh copy is cached, without a promise (the hot path's common case). */
+  cached(orgId: string): CompiledRule[] | undefined {
+    const entry = this.entries.get(orgId);
+    return entry && this.now() < entry.freshUntil ? entry.rules : undefined;
+  }
+
   /** The organisation's active rules, compiled. Throws only when they cannot be loaded and none are cached. */
   async rulesOf(orgId: string): Promise<CompiledRule[]> {
+    const cached = this.cached(orgId);
+    if (cached) return cached;
     const entry = this.entries.get(orgId);
-    if (entry && this.now() < entry.freshUntil) return entry.rules;
     let load = this.loading.get(orgId);
     if (!load) {
       load = this.load(orgId, entry).finally(() => this.loading.delete(orgId));

@@ -32,10 +32,11 @@ describe('MemoryCounterStore', () => {
 
   it('keeps counters of different organisations apart', async () => {
     const store = new MemoryCounterStore({ now: () => 0 });
-    const one = { orgId: 'a', ids: ['r:k'], limits: [{ calls: 1, windowMs: 1000, deny: true }], cost: 1 };
+    // Counter ids carry the organisation in their budget key (key_by always includes org).
+    const one = { orgId: 'a', ids: ['r:org=a'], limits: [{ calls: 1, windowMs: 1000, deny: true }], cost: 1 };
     expect(store.decide(one).allowed).toBe(true);
     expect(store.decide(one).allowed).toBe(false);
-    expect(store.decide({ ...one, orgId: 'b' }).allowed).toBe(true);
+    expect(store.decide({ ...one, orgId: 'b', ids: ['r:org=b'] }).allowed).toBe(true);
     await store.close();
   });
 });

@@ -46,7 +46,8 @@ export class MemoryCounterStore implements CounterStore {
   /** The same decision without a promise, for a gateway's hot path. */
   decide(batch: CounterBatch): StoreDecision {
     const now = this.now();
-    const keys = batch.ids.map((id) => `${batch.orgId}:${id}`);
+    // A counter id holds the rule id and a budget key that starts with org=<id>: unique across organisations.
+    const keys = batch.ids;
     const states = keys.map((key) => this.counters.get(key));
     const result = checkAndConsume(states, batch.limits, batch.cost, now);
     result.writes.forEach((write, i) => {

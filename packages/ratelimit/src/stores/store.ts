@@ -1,6 +1,9 @@
 import type { CounterLimit, CounterOutcome } from '../consume';
 
-/** One check's counters: `ids[i]` is the counter of the i-th matching rule (rule id and budget key). */
+/**
+ * One check's counters: `ids[i]` is the counter of the i-th matching rule (rule id and budget key, which starts
+ * with `org=<id>`, so ids are unique across organisations).
+ */
 export interface CounterBatch {
   orgId: string;
   ids: readonly string[];
@@ -22,6 +25,8 @@ export interface StoreDecision {
 export interface CounterStore {
   readonly kind: 'memory' | 'redis';
   checkAndConsume(batch: CounterBatch): Promise<StoreDecision>;
+  /** The same decision synchronously, for stores that need no I/O (memory). */
+  decide?(batch: CounterBatch): StoreDecision;
   /** Releases timers and connections; safe to call twice. */
   close(): Promise<void>;
 }
