@@ -13,13 +13,26 @@ const attribute: Record<Exclude<KeyBy, 'org'>, (call: ToolCall) => string | unde
   user: (c) => c.user_id,
 };
 
+// Only the separators (and the escape character itself) are escaped: enough to keep keys unambiguous, and most
+// values (uuids, tool keys) pass through without a copy.
+const SEPARATORS = /[%;=]/g;
+const ESCAPES: Record<string, string> = { '%': '%25', ';': '%3B', '=': '%3D' };
+function escapeValue(value: string): string {
+  return value.search(SEPARATORS) === -1 ? value : value.replace(SEPARATORS, (c) => ESCAPES[c]!);
+}
+
 /**
  * The readable key of a call under a rule's key_by (already canonical: sorted, unique, with org), e.g.
- * `org=<id>;tool=search;user=<id>`. Values are percent-encoded so `;` and `=` cannot forge another key; a call
- * without the attribute counts under the empty value (all such calls share that budget).
+ * `org=<id>;tool=search;user=<id>`. `%`, `;` and `=` in values are percent-encoded so one key cannot forge
+ * another; a call without the attribute counts under the empty value (all such calls share that budget).
  */
 export function budgetKey(orgId: string, keyBy: readonly KeyBy[], call: ToolCall): string {
-  return keyBy.map((dimension) => `${dimension}=${encodeURIComponent(dimension === 'org' ? orgId : (attribute[dimension](call) ?? ''))}`).join(';');
+  let key = '';
+  for (const dimension of keyBy) {
+    const value = dimension === 'org' ? orgId : (attribute[dimension](call) ?? '');
+    key += `${key === '' ? '' : ';'}${dimension}=${escapeValue(value)}`;
+  }
+  return key;
 }
 
 /** The id of the counter of a rule and budget key, unique within an organisation. */

@@ -52,12 +52,16 @@ export class MemoryCounterStore implements CounterStore {
     const result = checkAndConsume(states, batch.limits, batch.cost, now);
     result.writes.forEach((write, i) => {
       if (!write) return;
-      const key = keys[i]!;
       const previous = states[i];
-      const entry = { ...write, expiresAt: write.start + batch.limits[i]!.windowMs };
+      if (previous && previous.start === write.start) {
+        // Same window: update in place, no second hash of the key.
+        previous.used = write.used;
+        previous.reported = write.reported;
+        return;
+      }
       // A new window moves the counter to the end of the map, so the map stays roughly oldest-window first.
-      if (previous && previous.start !== write.start) this.counters.delete(key);
-      this.counters.set(key, entry);
+      if (previous) this.counters.delete(keys[i]!);
+      this.counters.set(keys[i]!, { ...write, expiresAt: write.start + batch.limits[i]!.windowMs });
     });
     if (this.counters.size > this.maxCounters) this.evictOldest(this.counters.size - this.maxCounters);
     return { now, allowed: result.allowed, outcomes: result.outcomes };
