@@ -29,3 +29,8 @@ export function throughput(figure: string, unit: string, fn: () => unknown, refe
   const value = opsPerSecond(fn, seconds);
   return { figure, value, unit, reference, referenceValue, ratio: Number((value / referenceValue).toFixed(4)) };
 }
+
+/** The p-th percentile of ascending `sorted` (nearest rank, the lower one). */
+export function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}

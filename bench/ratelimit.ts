@@ -15,7 +15,7 @@ import { CHECK_AND_CONSUME_SHA, RedisCounterStore } from '@gatehook/ratelimit/st
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { startServiceProcess } from '@gatehook/testkit/processes';
-import { opsPerSecond, type Figure } from './measure';
+import { opsPerSecond, percentile, type Figure } from './measure';
 
 const ORG = randomUUID();
 const HOUR = 3600;
@@ -103,10 +103,6 @@ async function redisFigure(seconds: number): Promise<Figure> {
     reference: 'redis-benchmark EVALSHA of the same script, 50 clients', referenceValue,
     ratio: Number((value / referenceValue).toFixed(4)),
   };
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 // Open loop: requests leave on a fixed schedule whether or not earlier ones have answered, so a slow answer

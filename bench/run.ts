@@ -4,6 +4,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { deliveryFigures } from './delivery';
 import { expressionFigures } from './expressions';
 import { rateLimitFigures } from './ratelimit';
 import type { Figure } from './measure';
@@ -11,7 +12,7 @@ import type { Figure } from './measure';
 const seconds = Number(process.env.BENCH_SECONDS ?? 2);
 
 async function main(): Promise<void> {
-  const figures: Figure[] = [...expressionFigures(seconds), ...(await rateLimitFigures(seconds))];
+  const figures: Figure[] = [...expressionFigures(seconds), ...(await rateLimitFigures(seconds)), ...(await deliveryFigures(seconds))];
   const rows = figures.map((f) => [f.figure, f.value.toLocaleString('en-US'), f.unit, `${f.reference}: ${f.referenceValue.toLocaleString('en-US')}`, f.ratio.toFixed(3)]);
   const header = ['figure', 'value', 'unit', 'reference (same run)', 'ratio'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
