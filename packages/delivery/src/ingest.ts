@@ -1,6 +1,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import { z } from 'zod';
 import { AppError, validationError, type FieldIssue } from '@gatehook/core/errors';
+import { findUnstorable } from '@gatehook/core/storable-json';
 import type { Logger } from '@gatehook/core/logger';
 import { within } from '@gatehook/core/readiness';
 import type { Db, Prisma } from '@gatehook/db/client';
@@ -31,7 +32,11 @@ export const auditEventInputSchema = z.strictObject({
   context: z.record(z.string().max(200), z.json()).default({}),
   changes: z.array(z.json()).max(1000).default([]),
   payload: z.record(z.string().max(200), z.json()).default({}),
-  created_at: z.iso.datetime({ offset: true, message: 'created_at must be an ISO 8601 date-time' }).optional(),
+  created_at: z.iso
+    .datetime({ offset: true, message: 'created_at must be an ISO 8601 date-time' })
+    // Postgres stores years 4713 BC to 294276 AD, and no year 0; ISO 8601's four-digit years past 0 all fit.
+    .refine((at) => new Date(at).getUTCFullYear() >= 1, 'created_at must be in year 1 or later')
+    .optional(),
 });
 export type AuditEventInput = z.input<typeof auditEventInputSchema>;
 
@@ -52,6 +57,12 @@ export function parseAuditEvents(orgId: string, raw: readonly unknown[], single:
   const issues: FieldIssue[] = [];
   const parsed = raw.map((item, index) => {
     const prefix = single ? '' : `events.${index}.`;
+    // In-process callers skip the API's body check: strings Postgres cannot store are refused here too.
+    const unstorable = findUnstorable(item);
+    if (unstorable) {
+      issues.push({ path: `${prefix}${unstorable.path}`.replace(/\.$/, ''), message: unstorable.message });
+      return null;
+    }
     const result = auditEventInputSchema.safeParse(item);
     if (!result.success) {
       for (const issue of result.error.issues) {

@@ -22,10 +22,20 @@ function fromParserError(error: { type?: string; status?: number }): AppError | 
   }
 }
 
+// Other errors of Express's own machinery carry an HTTP status (http-errors): a body that does not decode with
+// its Content-Encoding, a path whose percent-encoding is malformed (a URIError: no resource has that id).
+function fromHttpError(error: { status?: unknown; statusCode?: unknown }): AppError | null {
+  const status = typeof error.status === 'number' ? error.status : error.statusCode;
+  if (typeof status !== 'number' || status < 400 || status > 499) return null;
+  if (error instanceof URIError) return new AppError('not_found', 'No resource at that path');
+  if (status === 413) return new AppError('payload_too_large', 'The request body is too large');
+  return new AppError('bad_request', 'The request could not be read');
+}
+
 /** The one error handler: every error leaves as CONTRACT section 3's shape; a 5xx never carries details. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
-    let appError = error instanceof AppError ? error : fromParserError(error as { type?: string });
+    let appError = error instanceof AppError ? error : (fromParserError(error as { type?: string }) ?? fromHttpError((error ?? {}) as { status?: unknown }));
     if (!appError && isDatabaseUnavailable(error)) {
       logger.warn({ method: req.method, path: req.route?.path ?? 'unmatched' }, 'database unavailable');
       appError = new AppError('unavailable', 'The service is temporarily unavailable; retry later', undefined, { 'retry-after': '5' });

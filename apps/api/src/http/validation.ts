@@ -1,6 +1,7 @@
 import type { Request } from 'express';
 import type { z } from 'zod';
 import { AppError, validationError, type FieldIssue } from '@gatehook/core/errors';
+import { findUnstorable } from '@gatehook/core/storable-json';
 
 /** Turns zod issues into `details[]`, one entry per field; unknown keys are named one by one. */
 export function issuesToDetails(issues: readonly z.core.$ZodIssue[], prefix: (string | number)[] = []): FieldIssue[] {
@@ -32,7 +33,10 @@ export function parseQuery<T extends z.ZodType>(schema: T, query: unknown): z.ou
   return result.data;
 }
 
-/** JSON bodies: not JSON or not an object is a 400; a field rule broken is a 422 with the field's path. */
+/**
+ * JSON bodies: not JSON or not an object is a 400; a field rule broken is a 422 with the field's path, and so is a
+ * string Postgres cannot store (NUL, unpaired surrogates) or nesting past the depth limit, whatever the route.
+ */
 export function parseBody<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
   const body: unknown = req.body;
   if (body === undefined) {
@@ -42,6 +46,8 @@ export function parseBody<T extends z.ZodType>(schema: T, req: Request): z.outpu
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new AppError('bad_request', 'The request body must be a JSON object');
   }
+  const unstorable = findUnstorable(body);
+  if (unstorable) throw validationError([unstorable]);
   const result = schema.safeParse(body);
   if (!result.success) throw validationError(issuesToDetails(result.error.issues));
   return result.data;
