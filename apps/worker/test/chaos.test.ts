@@ -1,9 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { issueApiKey } from '@gatehook/db/api-keys';
 import { createDb, type Db } from '@gatehook/db/client';
+import { applyMigrations } from '@gatehook/db/migrate';
 import { ingestAuditEvents } from '@gatehook/delivery/ingest';
 import { createTestDatabase } from '@gatehook/testkit/database';
-import { startRedisServer, startServiceProcess, type ServiceProcess } from '@gatehook/testkit/processes';
+import { startPostgresServer, startRedisServer, startServiceProcess, type PostgresServer, type ServiceProcess } from '@gatehook/testkit/processes';
 import { startReceiver, testCa, type TestReceiver } from '@gatehook/testkit/receiver';
 import { auditEvent } from '@gatehook/testkit/stack';
 
@@ -11,6 +12,8 @@ import { auditEvent } from '@gatehook/testkit/stack';
 // counts event ids. `pnpm test:chaos` runs only these. Each scenario prints its lost and duplicated counts.
 const EVENTS = Number(process.env.CHAOS_EVENTS ?? 150);
 const BATCH = 10;
+/** No ingestion request may take longer than this, whatever is broken behind the API. */
+const ANSWER_BOUND_MS = 10_000;
 
 let db: Db;
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -28,6 +31,8 @@ interface Chaos {
   env: Record<string, string>;
   orgId: string;
   redis: Awaited<ReturnType<typeof startRedisServer>>;
+  /** The run's private Postgres server, when the plan asked for one. */
+  postgres?: PostgresServer;
   api: ServiceProcess;
   worker: ServiceProcess;
   /** Chaos started in the background (a restart); awaited before counting. */
@@ -35,6 +40,8 @@ interface Chaos {
 }
 
 interface ChaosPlan {
+  /** Runs on a private Postgres server (c.postgres) instead of the shared one, so the plan may stop it. */
+  privatePostgres?: boolean;
   /** Events committed outside the HTTP stream (the promise covers them too). */
   before?(c: Chaos): Promise<string[]>;
   /** Called before each batch of the stream: the place to break things. */
@@ -43,16 +50,44 @@ interface ChaosPlan {
 
 const third = Math.floor(EVENTS / BATCH / 3);
 
-async function runChaos(name: string, plan: ChaosPlan): Promise<void> {
+/** What the API answered to one batch of the stream (status 0: no answer within ANSWER_BOUND_MS, or none at all). */
+interface Answer {
+  batch: number;
+  status: number;
+  code?: string;
+}
+
+/** The database of one run: the suite's, or a freshly migrated one on a private server. */
+async function chaosDatabase(postgres: PostgresServer | undefined): Promise<{ url: string; db: Db; close(): Promise<void> }> {
+  if (!postgres) return { url: database.url, db, close: async () => undefined };
+  const url = `${postgres.url}/gatehook`;
+  await applyMigrations(url);
+  const own = createDb(url, { poolSize: 1 });
+  return { url, db: own, close: () => own.$disconnect() };
+}
+
+/** Runs one plan; returns what the API answered to each batch of the stream. */
+async function runChaos(name: string, plan: ChaosPlan): Promise<Answer[]> {
   const redis = await startRedisServer();
+  let postgres: PostgresServer | undefined;
+  try {
+    if (plan.privatePostgres) postgres = await startPostgresServer();
+    return await runOnServers(name, plan, redis, postgres);
+  } finally {
+    await Promise.allSettled([redis.close(), postgres?.close()]);
+  }
+}
+
+async function runOnServers(name: string, plan: ChaosPlan, redis: Chaos['redis'], postgres: PostgresServer | undefined): Promise<Answer[]> {
+  const store = await chaosDatabase(postgres);
   const orgId = randomUUID();
-  const { key } = await issueApiKey(db, { orgId, name: 'chaos', role: 'admin', permissions: [] });
+  const { key } = await issueApiKey(store.db, { orgId, name: 'chaos', role: 'admin', permissions: [] });
   const receiver = await startReceiver(async () => {
     await new Promise((r) => setTimeout(r, 5));
     return { status: 200 };
   });
   const env = {
-    DATABASE_URL: database.url,
+    DATABASE_URL: store.url,
     REDIS_URL: redis.url,
     REDIS_PREFIX: `chaos_${randomBytes(4).toString('hex')}`,
     EGRESS_ALLOW_CIDRS: '127.0.0.1/32',
@@ -62,7 +97,7 @@ async function runChaos(name: string, plan: ChaosPlan): Promise<void> {
     RECONCILE_INTERVAL_MS: '500',
     NODE_ENV: 'test',
   };
-  const c: Chaos = { env, orgId, redis, api: await startServiceProcess('api', env), worker: await startServiceProcess('worker', env), background: [] };
+  const c: Chaos = { env, orgId, redis, ...(postgres ? { postgres } : {}), api: await startServiceProcess('api', env), worker: await startServiceProcess('worker', env), background: [] };
   try {
     const created = await fetch(`http://127.0.0.1:${c.api.port}/webhooks`, {
       method: 'POST',
@@ -71,18 +106,24 @@ async function runChaos(name: string, plan: ChaosPlan): Promise<void> {
     });
     if (created.status !== 201) throw new Error(`webhook create: ${created.status}`);
     const committed = plan.before ? await plan.before(c) : [];
-    const accepted = await ingestStream(() => c.api.port, key, (i) => plan.during(c, i));
+    const { accepted, answers } = await ingestStream(() => c.api.port, key, (i) => plan.during(c, i));
     await Promise.all(c.background);
     await expectAllDelivered(name, receiver, [...committed, ...accepted]);
+    // Whatever broke, the API refused with 503 or was not there at all: never another 5xx.
+    expect(answers.filter((a) => a.status >= 500 && a.status !== 503)).toEqual([]);
+    return answers;
   } finally {
-    await Promise.allSettled([c.api.kill(), c.worker.kill(), receiver.close()]);
-    await redis.close();
+    await Promise.allSettled([c.api.kill(), c.worker.kill(), receiver.close(), store.close()]);
   }
 }
 
-/** Sends events in batches; returns the ids that were answered 202 (the only ones the promise covers). */
-async function ingestStream(port: () => number, key: string, onBatch: (index: number) => Promise<void>): Promise<string[]> {
+/**
+ * Sends events in batches; returns the ids that were answered 202 (the only ones the promise covers) and every
+ * answer. A batch answered otherwise was not accepted: a real client would retry it, and it is not counted.
+ */
+async function ingestStream(port: () => number, key: string, onBatch: (index: number) => Promise<void>): Promise<{ accepted: string[]; answers: Answer[] }> {
   const accepted: string[] = [];
+  const answers: Answer[] = [];
   for (let i = 0; i < EVENTS / BATCH; i += 1) {
     await onBatch(i);
     const events = Array.from({ length: BATCH }, () => auditEvent({ id: randomUUID(), action: 'gateway.tool.called', payload: { tool_key: 'chaos' } }));
@@ -91,13 +132,17 @@ async function ingestStream(port: () => number, key: string, onBatch: (index: nu
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
         body: JSON.stringify({ events }),
+        signal: AbortSignal.timeout(ANSWER_BOUND_MS),
       });
-      if (r.status === 202) accepted.push(...((await r.json()) as { ids: string[] }).ids);
+      const body = (await r.json().catch(() => ({}))) as { ids?: string[]; error?: { code: string } };
+      if (r.status === 202) accepted.push(...body.ids!);
+      answers.push({ batch: i, status: r.status, ...(body.error ? { code: body.error.code } : {}) });
     } catch {
-      // The API was down for this batch: a real client would retry; it was not accepted, so it is not counted.
+      // The API was down for this batch, or did not answer in time.
+      answers.push({ batch: i, status: 0 });
     }
   }
-  return accepted;
+  return { accepted, answers };
 }
 
 async function expectAllDelivered(name: string, receiver: TestReceiver, accepted: string[]): Promise<void> {
@@ -153,4 +198,26 @@ describe('chaos: nothing accepted is lost', () => {
         );
       },
     }));
+
+  it('Postgres restarted mid-stream', async () => {
+    // Down for the middle third of the stream, long enough for reconciler passes and job retries to hit it.
+    const down = (batch: number) => batch >= third && batch < 2 * third;
+    const answers = await runChaos('Postgres restart', {
+      privatePostgres: true,
+      async during(c, batch) {
+        if (batch === third) await c.postgres!.stop();
+        if (batch === 2 * third) {
+          await c.postgres!.start();
+          // Both processes lived through the outage and see Postgres again.
+          for (const p of [c.api, c.worker]) expect((await fetch(`http://127.0.0.1:${p.port}/readyz`)).status).toBe(200);
+        }
+        if (down(batch)) await new Promise((r) => setTimeout(r, 400));
+      },
+    });
+    // While it is down every batch is refused with the contract's 503, promptly; once it is back every one is accepted.
+    const whileDown = answers.filter((a) => down(a.batch));
+    expect(whileDown.length).toBeGreaterThan(0);
+    expect(whileDown.filter((a) => a.status !== 503 || a.code !== 'unavailable')).toEqual([]);
+    expect(answers.filter((a) => !down(a.batch) && a.status !== 202)).toEqual([]);
+  });
 });

@@ -14,7 +14,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     const e = current as { code?: unknown; errorCode?: unknown; cause?: unknown; originalCode?: unknown; kind?: unknown; message?: unknown };
     for (const code of [e.code, e.errorCode, e.originalCode]) if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true;
     if (e.kind === 'DatabaseNotReachable' || e.kind === 'ConnectionClosed' || e.kind === 'SocketTimeout') return true;
-    if (typeof e.message === 'string' && /Connection terminated|connect ECONNREFUSED|terminating connection|the database system is (starting up|shutting down)|Can't reach database server/i.test(e.message)) return true;
+    if (typeof e.message === 'string' && /Connection terminated|connect ECONNREFUSED|terminating connection|the database system is (starting up|shutting down)|Can't reach database server|connection error and is not queryable/i.test(e.message)) return true;
     current = e.cause;
   }
   return false;

@@ -28,7 +28,11 @@ const defaultJobOptions: JobsOptions = {
   removeOnFail: { count: 1000 },
 };
 
-/** Deterministic job id for a list of event ids, so a reconciler pass does not stack copies of a waiting job. */
+/**
+ * Deterministic deduplication id for a list of event ids, so a reconciler pass does not stack copies of a job
+ * still waiting, delayed or running. Not a job id: a job that failed for good (every attempt while Postgres was
+ * down) stays in Redis under its id, and a copy with that id would be ignored, leaving the events never fanned out.
+ */
 function listId(prefix: string, ids: readonly string[]): string {
   return `${prefix}.${createHash('sha256').update(ids.join(',')).digest('hex').slice(0, 24)}`;
 }
@@ -59,7 +63,7 @@ export class DeliveryQueues {
     for (let i = 0; i < eventIds.length; i += 1000) {
       const chunk = eventIds.slice(i, i + 1000);
       const data: JobData<'fanout'> = { orgId, eventIds: chunk };
-      jobs.push({ name: 'fanout', data, opts: opts.dedupe ? { jobId: listId('f', chunk) } : {} });
+      jobs.push({ name: 'fanout', data, opts: opts.dedupe ? { deduplication: { id: listId('f', chunk) } } : {} });
     }
     if (jobs.length > 0) await this.queues.fanout.addBulk(jobs);
   }

@@ -1,10 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { Client } from 'pg';
 
 const root = path.resolve(__dirname, '../../..');
 
@@ -48,6 +49,113 @@ export async function startRedisServer(): Promise<{ url: string; flushAll(): Pro
       await exited.catch(() => undefined);
     },
   };
+}
+
+/** The bin directory of the installed PostgreSQL server (pg_config, else the newest /usr/lib/postgresql/<v>). */
+function postgresBinDir(): string {
+  try {
+    const dir = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim();
+    if (existsSync(path.join(dir, 'initdb'))) return dir;
+  } catch {
+    // No pg_config on PATH (or only the client's): look for a server install.
+  }
+  const base = '/usr/lib/postgresql';
+  const versions = existsSync(base) ? readdirSync(base).filter((v) => existsSync(path.join(base, v, 'bin/initdb'))) : [];
+  const newest = versions.sort((a, b) => Number(b) - Number(a))[0];
+  if (!newest) throw new Error('no PostgreSQL server binaries found (pg_config --bindir, /usr/lib/postgresql/<version>/bin)');
+  return path.join(base, newest, 'bin');
+}
+
+/** Postgres refuses to run as root: as root, the cluster belongs to (and runs as) the `postgres` OS user. */
+function postgresUser(): { uid: number; gid: number } | null {
+  if (process.getuid?.() !== 0) return null;
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+export interface PostgresServer {
+  /** postgresql://postgres@127.0.0.1:<port> (no database; append `/<name>`). */
+  url: string;
+  /** Fast shutdown (clients are disconnected); resolves once the server is down. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port and data directory; resolves once it accepts connections. */
+  start(): Promise<void>;
+  /** Stops it and removes its directory; safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * A private PostgreSQL cluster (trust auth, fsync off, its own port and socket directory), so a test may stop and
+ * restart it without touching the machine's server that the other tests share.
+ */
+export async function startPostgresServer(): Promise<PostgresServer> {
+  const bin = postgresBinDir();
+  const owner = postgresUser();
+  const as = { ...(owner ?? {}), env: { ...process.env, LC_ALL: 'C' } };
+  const dir = mkdtempSync(path.join(tmpdir(), 'gatehook-pg-'));
+  const data = path.join(dir, 'data');
+  let child: ChildProcess | null = null;
+  let exited: Promise<unknown> = Promise.resolve();
+  // A test runner that exits without close() must not leave a postmaster behind.
+  const killOnExit = () => {
+    child?.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', killOnExit);
+
+  const stop = async (signal: NodeJS.Signals) => {
+    if (child && child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await exited.catch(() => undefined);
+    child = null;
+  };
+  try {
+    if (owner) chownSync(dir, owner.uid, owner.gid);
+    execFileSync(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-locale', '--no-sync'], { ...as, cwd: dir, stdio: 'ignore' });
+    const port = await freePort();
+    const url = `postgresql://postgres@127.0.0.1:${port}`;
+    const start = async () => {
+      if (child) throw new Error('postgres is already running');
+      const settings = { listen_addresses: '127.0.0.1', port: String(port), unix_socket_directories: dir, fsync: 'off' };
+      const args = ['-D', data, ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
+      const started = spawn(path.join(bin, 'postgres'), args, { ...as, cwd: dir, stdio: 'ignore' });
+      child = started;
+      exited = once(started, 'exit');
+      await waitUntil(
+        async () => {
+          const client = new Client({ connectionString: `${url}/postgres`, connectionTimeoutMillis: 1000 });
+          client.on('error', () => undefined);
+          try {
+            await client.connect();
+            await client.query('SELECT 1');
+            return true;
+          } finally {
+            await client.end().catch(() => undefined);
+          }
+        },
+        30_000,
+        'postgres',
+      );
+    };
+    await start();
+    let closed = false;
+    return {
+      url,
+      stop: () => stop('SIGINT'),
+      start,
+      async close() {
+        if (closed) return;
+        closed = true;
+        await stop('SIGQUIT');
+        process.removeListener('exit', killOnExit);
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    await stop('SIGKILL');
+    process.removeListener('exit', killOnExit);
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
 }
 
 export interface ServiceProcess {

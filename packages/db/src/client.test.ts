@@ -1,0 +1,57 @@
+import { once } from 'node:events';
+import { createServer, type Socket } from 'node:net';
+import { createDb } from './client';
+import { isDatabaseUnavailable } from './errors';
+
+/** One backend message of the Postgres wire protocol: type byte, int32 length (itself included), body. */
+function message(type: string, body: Buffer): Buffer {
+  const head = Buffer.alloc(5);
+  head.write(type, 0, 'latin1');
+  head.writeInt32BE(body.length + 4, 1);
+  return Buffer.concat([head, body]);
+}
+
+/**
+ * A server that accepts every connection (trust) and, in the same TCP chunk as "ready for query", terminates it
+ * as Postgres does on a fast shutdown: the client is handed out by the pool with the FATAL already on its way.
+ */
+async function shutdownRacingServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.once('data', () => {
+      const authOk = message('R', Buffer.from([0, 0, 0, 0]));
+      const ready = message('Z', Buffer.from('I'));
+      const fields = ['SFATAL', 'VFATAL', 'C57P01', 'Mterminating connection due to administrator command'];
+      const fatal = message('E', Buffer.concat([...fields.map((f) => Buffer.from(`${f}\0`)), Buffer.from([0])]));
+      socket.end(Buffer.concat([authOk, ready, fatal]));
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  return {
+    url: `postgresql://postgres@127.0.0.1:${port}/gatehook`,
+    async close() {
+      for (const s of sockets) s.destroy();
+      server.close();
+      await once(server, 'close');
+    },
+  };
+}
+
+describe('createDb', () => {
+  it('a connection terminated the moment it is handed out fails the transaction as unavailable, and does not crash the process', async () => {
+    const server = await shutdownRacingServer();
+    const db = createDb(server.url, { poolSize: 1 });
+    try {
+      const error = await db.$transaction(async (tx) => tx.$queryRaw`SELECT 1`).then(() => null, (e: unknown) => e);
+      expect(error).not.toBeNull();
+      expect(isDatabaseUnavailable(error)).toBe(true);
+    } finally {
+      await db.$disconnect();
+      await server.close();
+    }
+  });
+});
