@@ -67,6 +67,7 @@ export class RateLimiter {
   private readonly fallback: MemoryCounterStore | null;
   private storeDownUntil = 0;
   private readonly pending = new Set<Promise<unknown>>();
+  private readonly warnedAt = new Map<string, number>();
 
   constructor(private readonly options: RateLimiterOptions) {
     this.failMode = options.failMode ?? 'open';
@@ -82,7 +83,7 @@ export class RateLimiter {
       try {
         compiled = await this.options.rules.rulesOf(orgId);
       } catch (error) {
-        this.options.logger?.warn({ org_id: orgId, err: (error as Error).message }, `rate limit rules unavailable; failing ${this.failMode}`);
+        this.warnThrottled(`rules:${orgId}`, { org_id: orgId, err: (error as Error).message }, `rate limit rules unavailable; failing ${this.failMode}`);
         return this.failMode === 'open'
           ? { allowed: true, retryAfterMs: null, deniedBy: null, rules: [], source: 'fail_open' }
           : { allowed: false, retryAfterMs: this.retryStoreAfterMs, deniedBy: null, rules: [], source: 'fail_closed' };
@@ -92,7 +93,9 @@ export class RateLimiter {
     const matching: CompiledRule[] = [];
     for (const entry of compiled) {
       const match = entry.scope.match(call);
-      if (match.error) this.options.logger?.warn({ org_id: orgId, rule_id: entry.rule.id, err: match.error }, 'rate limit rule condition failed on a call; the rule does not match it');
+      if (match.error) {
+        this.warnThrottled(`condition:${entry.rule.id}`, { org_id: orgId, rule_id: entry.rule.id, err: match.error }, 'rate limit rule condition failed on a call; the rule does not match such calls');
+      }
       if (match.matches) matching.push(entry);
     }
     if (matching.length === 0) return { allowed: true, retryAfterMs: null, deniedBy: null, rules: [], source: 'no_rules' };
@@ -155,6 +158,14 @@ export class RateLimiter {
       }
     }
     return this.fallback ? { result: this.fallback.decide(batch), source: 'fallback' } : 'closed';
+  }
+
+  // What goes wrong on the hot path goes wrong on every call: one warning per subject a minute, not one per call.
+  private warnThrottled(subject: string, fields: Record<string, unknown>, message: string): void {
+    const now = this.now();
+    if ((this.warnedAt.get(subject) ?? -Infinity) > now - 60_000) return;
+    this.warnedAt.set(subject, now);
+    this.options.logger?.warn(fields, message);
   }
 
   private report(event: ExceededEvent): void {

@@ -72,7 +72,15 @@ describe('RuleCache', () => {
     const loads = state.loads;
     await cache.rulesOf(ORG);
     expect(state.loads).toBe(loads);
-    await expect(cache.rulesOf(randomUUID())).rejects.toThrow('postgres down');
+    const fresh = randomUUID();
+    await expect(cache.rulesOf(fresh)).rejects.toThrow('postgres down');
+    // With nothing cached the failure is remembered for retryMs: no query per call against a database that is down.
+    const before = state.loads;
+    await expect(cache.rulesOf(fresh)).rejects.toThrow('postgres down');
+    expect(state.loads).toBe(before);
+    clock += 1_000;
+    state.fail = false;
+    expect((await cache.rulesOf(fresh)).map((c) => c.rule.name)).toEqual(['a']);
   });
 
   it('skips a stored rule whose condition no longer compiles, keeping the others', async () => {

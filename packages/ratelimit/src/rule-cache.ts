@@ -44,6 +44,7 @@ export class RuleCache {
   private readonly entries = new Map<string, Entry>();
   private readonly generations = new Map<string, number>();
   private readonly loading = new Map<string, Promise<CompiledRule[]>>();
+  private readonly failures = new Map<string, { until: number; error: unknown }>();
   private readonly ttlMs: number;
   private readonly retryMs: number;
   private readonly now: () => number;
@@ -64,6 +65,8 @@ export class RuleCache {
   async rulesOf(orgId: string): Promise<CompiledRule[]> {
     const cached = this.cached(orgId);
     if (cached) return cached;
+    const failure = this.failures.get(orgId);
+    if (failure && this.now() < failure.until) throw failure.error;
     const entry = this.entries.get(orgId);
     let load = this.loading.get(orgId);
     if (!load) {
@@ -111,11 +114,16 @@ export class RuleCache {
     try {
       rules = await this.options.source(orgId);
     } catch (error) {
-      if (!previous) throw error;
+      if (!previous) {
+        // Nothing to fall back on: fail fast for retryMs instead of asking an unreachable Postgres on every call.
+        this.failures.set(orgId, { until: this.now() + this.retryMs, error });
+        throw error;
+      }
       this.options.logger?.warn({ org_id: orgId, err: (error as Error).message }, 'rate limit rules could not be reloaded; the previous rules stay in force');
       previous.freshUntil = this.now() + this.retryMs;
       return previous.rules;
     }
+    this.failures.delete(orgId);
     const compiled = this.compile(orgId, rules);
     if ((this.generations.get(orgId) ?? 0) === generation) {
       this.entries.set(orgId, { rules: compiled, freshUntil: this.now() + this.ttlMs });
