@@ -13,7 +13,33 @@ export type Sender = (request: { url: string; headers: Record<string, string>; b
 /** Caps requests in flight per origin, so one slow endpoint cannot take every worker slot. Per process. */
 export class OriginLimiter {
   private readonly inFlight = new Map<string, number>();
-  constructor(private readonly cap: number) {}
+  /** Deliveries turned away by a full origin, with that origin: their next turn can be refused without I/O. */
+  private readonly waiting = new Map<string, string>();
+  constructor(
+    private readonly cap: number,
+    private readonly maxWaiting = 100_000,
+  ) {}
+
+  /** Whether an origin has no free slot now. */
+  isFull(origin: string): boolean {
+    return (this.inFlight.get(origin) ?? 0) >= this.cap;
+  }
+
+  /** Remembers that a delivery waits for its origin (bounded: past the cap the memory starts over). */
+  noteWaiting(deliveryId: string, origin: string): void {
+    if (this.waiting.size >= this.maxWaiting) this.waiting.clear();
+    this.waiting.set(deliveryId, origin);
+  }
+
+  /** The origin a delivery is known to wait for, if it was turned away before. */
+  waitingFor(deliveryId: string): string | undefined {
+    return this.waiting.get(deliveryId);
+  }
+
+  /** Forgets a delivery's wait once it gets a turn (or anything else happens to it). */
+  doneWaiting(deliveryId: string): void {
+    this.waiting.delete(deliveryId);
+  }
 
   tryAcquire(origin: string): boolean {
     const current = this.inFlight.get(origin) ?? 0;
@@ -51,6 +77,11 @@ export type AttemptOutcome =
   /** The origin is at its cap: try again shortly, without having consumed anything. */
   | { kind: 'origin_busy'; retryAt: Date };
 
+/** When a delivery turned away by a full origin tries again: soon, spread so the waiters do not return at once. */
+function originRetryAt(): Date {
+  return new Date(Date.now() + 250 + Math.floor(Math.random() * 250));
+}
+
 // Time after the request's timeout to record its outcome; a lease past this means the worker died mid-attempt.
 const LEASE_MARGIN_MS = 5_000;
 
@@ -60,6 +91,11 @@ const LEASE_MARGIN_MS = 5_000;
  * the delivery's next state and the webhook's failure streak are written in one transaction.
  */
 export async function attemptDelivery(deps: AttemptDeps, deliveryId: string): Promise<AttemptOutcome> {
+  // A delivery already turned away by its origin, whose origin is still full, waits again without touching the
+  // database: a dead endpoint's backlog must not cost the healthy ones a lease, a read and a release every bounce.
+  const waitingFor = deps.limiter.waitingFor(deliveryId);
+  if (waitingFor !== undefined && deps.limiter.isFull(waitingFor)) return { kind: 'origin_busy', retryAt: originRetryAt() };
+  deps.limiter.doneWaiting(deliveryId);
   const now = new Date();
   const leaseUntil = new Date(now.getTime() + deps.timeoutMs + LEASE_MARGIN_MS);
   const claimed = await deps.db.delivery.updateManyAndReturn({
@@ -121,7 +157,8 @@ export async function attemptDelivery(deps: AttemptDeps, deliveryId: string): Pr
 
   if (!deps.limiter.tryAcquire(prepared.origin)) {
     await release();
-    return { kind: 'origin_busy', retryAt: new Date(Date.now() + 250 + Math.floor(Math.random() * 250)) };
+    deps.limiter.noteWaiting(deliveryId, prepared.origin);
+    return { kind: 'origin_busy', retryAt: originRetryAt() };
   }
   let result: SendResult;
   try {
