@@ -47,8 +47,7 @@ export class MemoryCounterStore implements CounterStore {
   decide(batch: CounterBatch): StoreDecision {
     const now = this.now();
     // A counter id holds the rule id and a budget key that starts with org=<id>: unique across organisations.
-    const keys = batch.ids;
-    const states = keys.map((key) => this.counters.get(key));
+    const states = batch.ids.map((key) => this.counters.get(key));
     const result = checkAndConsume(states, batch.limits, batch.cost, now);
     result.writes.forEach((write, i) => {
       if (!write) return;
@@ -60,8 +59,8 @@ export class MemoryCounterStore implements CounterStore {
         return;
       }
       // A new window moves the counter to the end of the map, so the map stays roughly oldest-window first.
-      if (previous) this.counters.delete(keys[i]!);
-      this.counters.set(keys[i]!, { ...write, expiresAt: write.start + batch.limits[i]!.windowMs });
+      if (previous) this.counters.delete(batch.ids[i]!);
+      this.counters.set(batch.ids[i]!, { ...write, expiresAt: write.start + batch.limits[i]!.windowMs });
     });
     if (this.counters.size > this.maxCounters) this.evictOldest(this.counters.size - this.maxCounters);
     return { now, allowed: result.allowed, outcomes: result.outcomes };

@@ -62,5 +62,3 @@ export class RedisCounterStore implements CounterStore {
 
 /** The script's SHA1, for benchmarks that call it with redis-benchmark. */
 export const CHECK_AND_CONSUME_SHA = SCRIPT_SHA;
-/** The script's source. */
-export const CHECK_AND_CONSUME_SCRIPT = SCRIPT;
