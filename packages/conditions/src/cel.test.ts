@@ -19,7 +19,7 @@ describe('compileBoolean', () => {
     const started = performance.now();
     const result = compileBoolean(env, expression);
     if (result.ok) evaluateBoolean(result.program, { m: {} });
-    expect(performance.now() - started).toBeLessThan(1000);
+    expect(performance.now() - started).toBeLessThan(3000);
   });
 
   it('gives one-line issues', () => {

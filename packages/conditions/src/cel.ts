@@ -2,6 +2,8 @@
 // type-checked boolean program, evaluate to a result instead of a throw, and readable issues.
 
 import { Environment, EvaluationError, ParseError, TypeError as CelTypeError, type ASTNode, type ParseResult } from '@marcbachmann/cel-js';
+import { typedCostIssues } from './condition-ast';
+import { instrument, withEvaluationBudget } from './evaluation-budget';
 import { registerRe2Matches } from './re2-matches';
 
 /** SPEC 6.2.2 and section 8: a condition is at most 1024 characters. */
@@ -71,17 +73,19 @@ export function compileBoolean(
   if (checked.type !== 'bool') {
     return fail(`condition must evaluate to a boolean, but evaluates to ${checked.type ?? 'an unknown type'}`);
   }
+  const typed = typedCostIssues(program.ast);
+  if (typed.length > 0) return { ok: false, issues: typed };
+  instrument(program.ast);
   return { ok: true, program };
 }
 
-/** Runs a program; any error, or a result that is not a boolean, becomes `{ok: false}`. */
+/** Runs a program under the evaluation budget; any error, an exhausted budget, or a non-boolean becomes `{ok: false}`. */
 export function evaluateBoolean(program: BooleanProgram, variables: Record<string, unknown>): EvaluationResult {
-  let value: unknown;
-  try {
-    value = program(variables);
-  } catch (err) {
-    return { ok: false, error: errorText(err) };
-  }
+  const run = withEvaluationBudget(() => program(variables));
+  // Over budget wins over any value: a comprehension may have swallowed the error and gone on.
+  if (run.exceeded !== null) return { ok: false, error: run.exceeded };
+  if (run.error !== undefined) return { ok: false, error: errorText(run.error) };
+  const value = run.value;
   if (typeof value !== 'boolean') return { ok: false, error: 'condition did not evaluate to a boolean' };
   return { ok: true, matches: value };
 }

@@ -89,3 +89,44 @@ export function costIssues(ast: ASTNode): ConditionIssue[] {
   visit(ast, 0);
   return issues;
 }
+
+const NUMERIC = new Set(['int', 'uint', 'double']);
+
+/** The checker's type name of a node, once the program is type-checked. */
+function checkedTypeName(node: ASTNode): string {
+  const type = (node as { checkedType?: { name?: unknown } }).checkedType;
+  return typeof type?.name === 'string' ? type.name : 'dyn';
+}
+
+/**
+ * Shapes that need the checker's types: `+` that concatenates (strings, bytes, lists, or dyn that may be
+ * either) inside the body of a comprehension builds a new value per element, so one event can make the
+ * evaluation allocate its size times its length (`changes.map(c, s + s)`). Numeric `+` is fine. The runtime
+ * budget (evaluation-budget.ts) would stop such a condition on large events; refusing it at save says so up front.
+ */
+export function typedCostIssues(ast: ASTNode): ConditionIssue[] {
+  let found: ASTNode | undefined;
+  const visit = (node: ASTNode, inBody: boolean): void => {
+    if (found) return;
+    if (inBody && node.op === '+' && !NUMERIC.has(checkedTypeName(node))) {
+      found = node;
+      return;
+    }
+    if (node.op === 'rcall' && comprehensionVariable(node) !== undefined) {
+      visit(node.args[1], inBody);
+      for (const arg of node.args[2]) visit(arg, true);
+      return;
+    }
+    for (const child of childrenOf(node)) visit(child, inBody);
+  };
+  visit(ast, false);
+  if (!found) return [];
+  const at = typeof found.start === 'number' ? ` at position ${found.start + 1}` : '';
+  return [
+    {
+      message:
+        `concatenation with + inside all, exists, exists_one, map or filter is not allowed${at}: ` +
+        'it builds a new string or list for every element; compare the parts instead',
+    },
+  ];
+}

@@ -1,4 +1,4 @@
-import { compileEventCondition, ConditionCache, type ConditionEventInput, type ConditionIssue } from './event-condition';
+import { compileEventCondition, type ConditionEventInput, type ConditionIssue } from './event-condition';
 
 function anomalyCreated(overrides: Partial<ConditionEventInput> = {}): ConditionEventInput {
   return {
@@ -198,58 +198,5 @@ describe('CompiledCondition.evaluate', () => {
     const before = JSON.parse(JSON.stringify(event));
     evaluate('has(event.payload.subject) || event.payload.severity == "high"', ANOMALY, event);
     expect(event).toEqual(before);
-  });
-});
-
-describe('ConditionCache', () => {
-  it('compiles once per webhook and expression', () => {
-    const cache = new ConditionCache();
-    const first = cache.get('wh-1', 'event.payload.score > 0.5', ANOMALY);
-    for (let i = 0; i < 5; i++) expect(cache.get('wh-1', 'event.payload.score > 0.5', ANOMALY)).toBe(first);
-    expect(cache.compilations).toBe(1);
-    expect(first.evaluate(anomalyCreated())).toEqual({ ok: true, matches: true });
-  });
-
-  it('compiles again when the expression or the events change', () => {
-    const cache = new ConditionCache();
-    cache.get('wh-1', 'event.action == "a"', ['*']);
-    cache.get('wh-1', 'event.action == "b"', ['*']);
-    cache.get('wh-1', 'event.action == "b"', ANOMALY);
-    cache.get('wh-2', 'event.action == "b"', ANOMALY);
-    expect(cache.compilations).toBe(3 + 1);
-    expect(cache.size).toBe(2);
-  });
-
-  it('makes an invalid stored condition match nothing and reports it once', () => {
-    const reports: [string, ConditionIssue[]][] = [];
-    const cache = new ConditionCache({ onInvalid: (webhookId, issues) => reports.push([webhookId, issues]) });
-    // Valid once, stored, then the subscription narrowed under it.
-    const condition = cache.get('wh-9', 'event.payload.severity == "high"', TOOL_ERROR);
-    expect(condition.evaluate(toolError)).toEqual({ ok: true, matches: false });
-    expect(condition.evaluate(anomalyCreated())).toEqual({ ok: true, matches: false });
-    expect(cache.get('wh-9', 'event.payload.severity == "high"', TOOL_ERROR).evaluate(toolError)).toEqual({ ok: true, matches: false });
-    expect(reports).toEqual([['wh-9', [{ message: 'payload field "severity" is carried by none of the subscribed events' }]]]);
-    expect(cache.compilations).toBe(1);
-  });
-
-  it('matches nothing for a stored condition that is no longer even syntax', () => {
-    const onInvalid = jest.fn();
-    const cache = new ConditionCache({ onInvalid });
-    expect(cache.get('wh-3', 'event.action ==', ['*']).evaluate(anomalyCreated())).toEqual({ ok: true, matches: false });
-    expect(onInvalid).toHaveBeenCalledTimes(1);
-    expect(onInvalid).toHaveBeenCalledWith('wh-3', [{ message: expect.stringMatching(/^syntax error/) }]);
-  });
-
-  it('evicts the least recently used webhook beyond maxEntries', () => {
-    const cache = new ConditionCache({ maxEntries: 2 });
-    cache.get('a', 'true', ['*']);
-    cache.get('b', 'true', ['*']);
-    cache.get('a', 'true', ['*']);
-    cache.get('c', 'true', ['*']);
-    expect(cache.size).toBe(2);
-    cache.get('a', 'true', ['*']);
-    expect(cache.compilations).toBe(3);
-    cache.get('b', 'true', ['*']);
-    expect(cache.compilations).toBe(4);
   });
 });

@@ -122,6 +122,9 @@ beforeAll(async () => {
       case '/307-same':
         res.writeHead(307, { location: '/ok' }).end();
         break;
+      case '/binary':
+        res.writeHead(200, { 'content-type': 'image/gif' }).end(Buffer.from([0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 0, 0, 0xff, 0xd8, 0x00, 0x01]));
+        break;
       case '/utf8':
         // 1 + 2 × 600 bytes: byte 1024 falls inside a two-byte character
         res.writeHead(200).end(`a${'é'.repeat(600)}`);
@@ -188,6 +191,14 @@ describe('responses', () => {
     const result = await client().send({ url: `${receiver.origin}/307-same`, ...post });
     expect(result).toMatchObject({ statusCode: 307, error: 'redirect_refused' });
     expect(receiver.requests.filter((r) => r.url === '/ok')).toHaveLength(before);
+  });
+
+  it('keeps a binary 200 body as a storable snippet: no NUL, valid UTF-8', async () => {
+    const result = await client().send({ url: `${receiver.origin}/binary`, ...post });
+    expect(result.statusCode).toBe(200);
+    expect(result.responseSnippet.startsWith('GIF89a')).toBe(true);
+    expect(result.responseSnippet).not.toContain('\u0000');
+    expect(result.responseSnippet).toBe(Buffer.from(result.responseSnippet, 'utf8').toString('utf8'));
   });
 
   it('cuts the snippet at a character boundary', async () => {

@@ -2,9 +2,9 @@ import type { LookupAddress, LookupOptions } from 'node:dns';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
-import { StringDecoder } from 'node:string_decoder';
 import tls from 'node:tls';
 import got, { type Response } from 'got';
+import { sanitiseText } from '@gatehook/core/sanitise';
 import {
   classifyAddress,
   findBlockedAddress,
@@ -18,6 +18,9 @@ import {
 export const MAX_RESPONSE_BYTES = 64 * 1024;
 /** Size of the response body kept on the attempt. */
 export const SNIPPET_BYTES = 1024;
+
+/** A Retry-After longer than this is no valid delay or date; it is cut before anyone stores or parses it. */
+export const MAX_RETRY_AFTER_LENGTH = 64;
 
 // Idle keep-alive sockets are dropped before common server idle timeouts (Node 5 s) so a POST is
 // rarely written into a socket the receiver is closing; Node also honours a shorter Keep-Alive hint.
@@ -197,7 +200,7 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
         error,
         durationMs: Math.round(performance.now() - started),
         responseSnippet: snippet,
-        retryAfter: retryAfter ?? null,
+        retryAfter: retryAfter === undefined ? null : sanitiseText(retryAfter, MAX_RETRY_AFTER_LENGTH),
         ...(response === undefined ? {} : { headers: response.headers }),
       };
     };
@@ -234,7 +237,8 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
       const finish = (error: SendErrorCode | null) => {
         if (settled) return;
         settled = true;
-        const snippet = new StringDecoder('utf8').write(Buffer.concat(kept));
+        // A receiver may answer anything (a GIF, protobuf): the snippet is stored, so it must be storable text.
+        const snippet = sanitiseText(Buffer.concat(kept));
         resolve(result(response?.statusCode ?? 0, error, response, snippet));
       };
 

@@ -4,7 +4,7 @@
 // the same float operations, so both agree to the last digit.
 
 import { FuncError } from './errors';
-import { formatFloat, quote } from './strconv';
+import { formatFloat } from './strconv';
 
 const iso = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|([+-])(\d{2}):(\d{2}))$/;
 
@@ -27,8 +27,9 @@ function daysFromCivil(yIn: number, m: number, d: number): number {
 /** Fractional Unix seconds of an ISO 8601 timestamp (`YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`). */
 export function epoch(s: string): string {
   const m = iso.exec(s);
+  // The input is event or variable data: the message describes the expected form, never the value.
   const bad = (): never => {
-    throw new FuncError(`not an ISO 8601 timestamp: ${quote(s)}`);
+    throw new FuncError('not an ISO 8601 timestamp (expected YYYY-MM-DDTHH:MM:SS[.fraction] and Z or ±HH:MM)');
   };
   if (!m) return bad();
   const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];

@@ -6,7 +6,8 @@
 
 import { byteLength, compareStrings, toValidText } from './bytes';
 import { TemplateError, locate } from './errors';
-import { printString, sprint } from './fmt';
+import { printString } from './fmt';
+import { LimitExceeded, withBudget } from './budget';
 import { Boxed, type ParamType, type TemplateFunction } from './funcs';
 import {
   nodeString,
@@ -46,6 +47,12 @@ export const defaultLimits: ExecLimits = {
   maxDurationMs: 1000,
   maxTemplateDepth: 100,
 };
+
+/** Plain steps between two readings of the clock (function calls and large writes read it at once). */
+export const CLOCK_EVERY_STEPS = 64;
+
+/** A write of more characters than this reads the clock at once. */
+const LARGE_WRITE_CHARS = 4096;
 
 /** The functions a template can call, and whether a name is Go's builtin (and/or short-circuit only then). */
 export interface FuncTable {
@@ -94,6 +101,7 @@ class Execution {
   private vars: Variable[];
   private depth = 0;
   private steps = 0;
+  private unclocked = 0;
   private readonly deadline: number;
   private tmplName: string;
 
@@ -110,8 +118,11 @@ class Execution {
   }
 
   run(): string {
-    this.walk(this.vars[0]?.value, false, this.tree.root);
-    return toValidText(this.out);
+    const budget = { deadline: this.deadline, maxDurationMs: this.limits.maxDurationMs, maxString: this.limits.maxOutputBytes };
+    return withBudget(budget, () => {
+      this.walk(this.vars[0]?.value, false, this.tree.root);
+      return toValidText(this.out);
+    });
   }
 
   // --- errors and limits --------------------------------------------------------------------------
@@ -134,7 +145,16 @@ class Execution {
     if (this.steps > this.limits.maxSteps) {
       this.errorf(`execution stopped after ${this.limits.maxSteps} steps`, 'limit');
     }
-    if ((this.steps & 1023) === 0 && Date.now() > this.deadline) {
+    // Reading the clock costs as much as a cheap step, so plain steps read it every CLOCK_EVERY_STEPS; a function
+    // call or a large write (the steps that can be expensive) reads it at once, and the functions themselves
+    // read it between chunks of their input (budget.ts).
+    if (++this.unclocked >= CLOCK_EVERY_STEPS) this.checkClock();
+  }
+
+  private checkClock(at?: Node): void {
+    this.unclocked = 0;
+    if (Date.now() > this.deadline) {
+      if (at !== undefined) this.node = at;
       this.errorf(`execution stopped after ${this.limits.maxDurationMs} ms`, 'limit');
     }
   }
@@ -145,6 +165,7 @@ class Execution {
       this.errorf(`output larger than ${this.limits.maxOutputBytes} bytes`, 'limit');
     }
     this.out += s;
+    if (s.length > LARGE_WRITE_CHARS) this.checkClock();
   }
 
   // --- variables ----------------------------------------------------------------------------------
@@ -266,7 +287,7 @@ class Execution {
       case 'int':
       case 'uint': {
         // Go 1.22: {{range 5}} counts 0..4; the element is the count's type.
-        if (decl > 1) this.errorf(`can't use ${sprint([val])} to iterate over more than one variable`);
+        if (decl > 1) this.errorf(`can't use a value of type ${typeName(val)} to iterate over more than one variable`);
         const n = val instanceof Uint8 ? BigInt(val.value) : (val as bigint);
         ran = n > 0n;
         for (let i = 0n; i < n; i++) {
@@ -278,7 +299,7 @@ class Execution {
       case 'invalid':
         break;
       default:
-        this.errorf(`range can't iterate over ${sprint([val])}`);
+        this.errorf(`range can't iterate over a value of type ${typeName(val)}`);
     }
     if (!ran && r.elseList) this.walk(dot, dotBoxed, r.elseList);
     this.vars.length = outer;
@@ -484,12 +505,14 @@ class Execution {
     } catch (err) {
       if (err instanceof TemplateError || (err instanceof RangeError && /call stack/i.test(err.message))) throw err;
       this.node = node;
+      if (err instanceof LimitExceeded) this.errorf(`${name}: ${err.message}`, 'limit');
       this.errorf(`error calling ${name}: ${err instanceof Error ? err.message : String(err)}`);
     }
     if (typeof result === 'string' && result.length > this.limits.maxOutputBytes) {
       this.node = node;
       this.errorf(`${name} built a string larger than ${this.limits.maxOutputBytes} bytes`, 'limit');
     }
+    this.checkClock(node);
     return result;
   }
 

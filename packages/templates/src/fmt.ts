@@ -1,6 +1,7 @@
 // Go's fmt.Sprint, Sprintln and Sprintf over the template data model (see values.ts), including Go's
 // in-band error text: %!d(string=x), %!d(MISSING), %!(EXTRA …), %!(NOVERB), %!(BADWIDTH) and friends.
 
+import { checkDeadline, LimitExceeded, MAX_PRINTF_WIDTH, maxString } from './budget';
 import { compareStrings, normalizeBytes, runeCount, runes, toBytes } from './bytes';
 import { canBackquote, formatFloat, isPrint, quote, quoteRune, type FloatFormat } from './strconv';
 import { kindOf, mapGet, mapKeys, typeName, Uint8, type GoMap } from './values';
@@ -451,7 +452,11 @@ class Printer {
     };
 
     let i = 0;
+    const max = maxString();
     formatLoop: while (i < end) {
+      // Each verb can add up to MAX_PRINTF_WIDTH plus its argument: stop growing as soon as the cap is passed.
+      if (this.buf.length > max) throw new LimitExceeded(`result is larger than ${max} characters`);
+      checkDeadline();
       goodArgNum = true;
       const lasti = i;
       while (i < end && format[i] !== '%') i++;
@@ -535,6 +540,10 @@ class Printer {
 
       if (!afterIndex) [argNum, i, afterIndex] = argNumber(argNum, i);
 
+      if ((this.f.widPresent && this.f.wid > MAX_PRINTF_WIDTH) || (this.f.precPresent && this.f.prec > MAX_PRINTF_WIDTH)) {
+        throw new LimitExceeded(`width or precision larger than ${MAX_PRINTF_WIDTH}`);
+      }
+
       if (i >= end) {
         this.buf += '%!(NOVERB)';
         break;
@@ -557,6 +566,7 @@ class Printer {
       }
     }
 
+    if (this.buf.length > max) throw new LimitExceeded(`result is larger than ${max} characters`);
     if (!reordered && argNum < a.length) {
       this.clearFlags();
       this.buf += '%!(EXTRA ';

@@ -3,6 +3,7 @@
 // executor checks and converts arguments as Go's reflection does and reports Go's messages when they do
 // not fit. A function fails by throwing FuncError; the executor reports `error calling NAME: message`.
 
+import { escapeInChunks } from './budget';
 import { byteAt, byteLength, compareStrings, runes, sliceBytes, toBytes } from './bytes';
 import { FuncError } from './errors';
 import { sprint, sprintf, sprintln } from './fmt';
@@ -145,10 +146,10 @@ function eq(arg1In: unknown, ...arg2: unknown[]): boolean {
       const c1 = kindOf(arg1);
       const c2 = kindOf(arg);
       if (c1 !== c2 && c1 !== 'invalid' && c2 !== 'invalid') {
-        throw new FuncError(sprintf('non-comparable types %s: %v, %s: %v', [arg1, typeName(arg1), typeName(arg), arg]));
+        throw new FuncError(`non-comparable types ${typesOf(arg1, arg)}`);
       }
       if (arg1 === undefined || arg === undefined) truth = arg1 === arg;
-      else throw new FuncError(sprintf('non-comparable type %s: %v', [arg, typeName(arg)]));
+      else throw new FuncError(`non-comparable type ${typesOf(arg)}`);
     }
     if (truth) return true;
   }
@@ -201,6 +202,11 @@ function ge(a: unknown, b: unknown): boolean {
 function evalArgs(args: readonly unknown[]): string {
   if (args.length === 1 && typeof args[0] === 'string') return args[0];
   return sprint(args.map((a) => (a === null || a === undefined ? '<no value>' : a)));
+}
+
+/** The values' Go types, for a message that must not print the values themselves (they may be secrets). */
+function typesOf(...values: unknown[]): string {
+  return values.map((v) => typeName(v)).join(', ');
 }
 
 const htmlReplacements: Record<string, string> = {
@@ -278,9 +284,9 @@ export const builtinFuncs: ReadonlyMap<string, TemplateFunction> = new Map<strin
   ['or', { params: value, variadic: 'value', fn: unreachable }],
   ['not', { params: value, fn: (v: unknown) => !isTrue(unboxNil(v)) }],
   ['call', { params: value, variadic: 'value', fn: call }],
-  ['html', { params: [], variadic: 'any', fn: (...a: unknown[]) => htmlEscape(evalArgs(a)) }],
-  ['js', { params: [], variadic: 'any', fn: (...a: unknown[]) => jsEscape(evalArgs(a)) }],
-  ['urlquery', { params: [], variadic: 'any', fn: (...a: unknown[]) => queryEscape(evalArgs(a)) }],
+  ['html', { params: [], variadic: 'any', fn: (...a: unknown[]) => escapeInChunks(evalArgs(a), htmlEscape) }],
+  ['js', { params: [], variadic: 'any', fn: (...a: unknown[]) => escapeInChunks(evalArgs(a), jsEscape) }],
+  ['urlquery', { params: [], variadic: 'any', fn: (...a: unknown[]) => escapeInChunks(evalArgs(a), queryEscape) }],
   ['index', { params: value, variadic: 'value', fn: index }],
   ['slice', { params: value, variadic: 'boxedValue', fn: slice }],
   ['len', { params: value, fn: length }],

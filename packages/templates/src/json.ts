@@ -2,6 +2,7 @@
 // format (shortest digits, exponent only below 1e-6 or from 1e21), \u00XX for control characters
 // (Go 1.19 has no \b or \f shorthand), U+2028/U+2029 escaped, invalid UTF-8 as \ufffd.
 
+import { checkDeadline, checkSize } from './budget';
 import { compareStrings, runes } from './bytes';
 import { FuncError } from './errors';
 import { formatFloat } from './strconv';
@@ -12,6 +13,7 @@ const hex = '0123456789abcdef';
 const needsEscape = /["\\\x00-\x1f\u2028\u2029\ud800-\udfff]/;
 
 function encodeString(s: string): string {
+  checkSize('input', s.length);
   if (!needsEscape.test(s)) return '"' + s + '"';
   let out = '"';
   let start = 0;
@@ -67,8 +69,10 @@ export function marshalJSON(v: unknown): string {
     case 'bool':
       return v ? 'true' : 'false';
     case 'slice':
+      checkDeadline();
       return '[' + (v as readonly unknown[]).map((e) => marshalJSON(e ?? null)).join(',') + ']';
     case 'map': {
+      checkDeadline();
       const m = v as GoMap;
       const keys = mapKeys(m).sort(compareStrings);
       return '{' + keys.map((k) => encodeString(k) + ':' + marshalJSON(mapGet(m, k))).join(',') + '}';
