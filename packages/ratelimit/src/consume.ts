@@ -45,31 +45,39 @@ export interface ConsumeResult {
 
 /** Decides a call of `cost` against the counters' current states at `now` (ms). */
 export function checkAndConsume(states: readonly (CounterState | undefined)[], limits: readonly CounterLimit[], cost: number, now: number): ConsumeResult {
-  const live = limits.map((limit, i) => {
+  // Plain loops and no closures: this runs on every check of a gateway.
+  const n = limits.length;
+  const live: CounterState[] = new Array(n);
+  const exceeded: boolean[] = new Array(n);
+  let allowed = true;
+  for (let i = 0; i < n; i += 1) {
+    const limit = limits[i]!;
     const state = states[i];
-    return state && now < state.start + limit.windowMs ? state : { start: now, used: 0, reported: false };
-  });
-  const exceeded = limits.map((limit, i) => cost > limit.calls - live[i]!.used);
-  const allowed = !limits.some((limit, i) => limit.deny && exceeded[i]);
+    const current = state && now < state.start + limit.windowMs ? state : { start: now, used: 0, reported: false };
+    live[i] = current;
+    exceeded[i] = cost > limit.calls - current.used;
+    if (exceeded[i] && limit.deny) allowed = false;
+  }
 
-  const outcomes: CounterOutcome[] = [];
-  const writes: (CounterState | null)[] = [];
-  limits.forEach((limit, i) => {
+  const outcomes: CounterOutcome[] = new Array(n);
+  const writes: (CounterState | null)[] = new Array(n);
+  for (let i = 0; i < n; i += 1) {
+    const limit = limits[i]!;
     const state = live[i]!;
     let write: CounterState | null = null;
     let firstExceeded = false;
     if (exceeded[i]) {
       if (!state.reported) {
         firstExceeded = true;
-        write = { ...state, reported: true };
+        write = { start: state.start, used: state.used, reported: true };
       }
     } else if (allowed) {
-      write = { ...state, used: state.used + cost };
+      write = { start: state.start, used: state.used + cost, reported: state.reported };
     }
     const after = write ?? state;
     // A rule edited down to a smaller C can leave more used than it now admits: nothing is left, not less.
-    outcomes.push({ remaining: Math.max(0, limit.calls - after.used), resetAt: after.start + limit.windowMs, exceeded: exceeded[i]!, firstExceeded });
-    writes.push(write);
-  });
+    outcomes[i] = { remaining: Math.max(0, limit.calls - after.used), resetAt: after.start + limit.windowMs, exceeded: exceeded[i]!, firstExceeded };
+    writes[i] = write;
+  }
   return { allowed, outcomes, writes };
 }

@@ -18,7 +18,12 @@ const attribute: Record<Exclude<KeyBy, 'org'>, (call: ToolCall) => string | unde
 const SEPARATORS = /[%;=]/g;
 const ESCAPES: Record<string, string> = { '%': '%25', ';': '%3B', '=': '%3D' };
 function escapeValue(value: string): string {
-  return value.search(SEPARATORS) === -1 ? value : value.replace(SEPARATORS, (c) => ESCAPES[c]!);
+  // A character scan beats a RegExp search on the short values (uuids, tool keys) of every check.
+  for (let i = 0; i < value.length; i += 1) {
+    const c = value.charCodeAt(i);
+    if (c === 37 || c === 59 || c === 61) return value.replace(SEPARATORS, (s) => ESCAPES[s]!); // % ; =
+  }
+  return value;
 }
 
 /**

@@ -7,11 +7,10 @@ import { budgetKey, counterId } from './counter-key';
 import type { CounterLimit } from './consume';
 import type { CompiledRule, LimiterLogger, RuleCache } from './rule-cache';
 import type { ToolCall } from './scope';
-import { MemoryCounterStore } from './stores/memory';
+import { FailoverStore, type FailMode } from './stores/failover';
 import type { CounterStore, StoreDecision } from './stores/store';
 
-/** What the limiter does when it cannot decide: Redis unreachable in redis mode, or rules not loadable. */
-export type FailMode = 'open' | 'closed';
+export type { FailMode } from './stores/failover';
 
 /** One matching rule's part of a decision. */
 export interface RuleOutcome {
@@ -64,8 +63,7 @@ export class RateLimiter {
   private readonly failMode: FailMode;
   private readonly retryStoreAfterMs: number;
   private readonly now: () => number;
-  private readonly fallback: MemoryCounterStore | null;
-  private storeDownUntil = 0;
+  private readonly counters: FailoverStore;
   private readonly pending = new Set<Promise<unknown>>();
   private readonly warnedAt = new Map<string, number>();
 
@@ -73,23 +71,43 @@ export class RateLimiter {
     this.failMode = options.failMode ?? 'open';
     this.retryStoreAfterMs = options.retryStoreAfterMs ?? 1_000;
     this.now = options.now ?? Date.now;
-    this.fallback = options.store.kind === 'redis' && this.failMode === 'open' ? new MemoryCounterStore() : null;
+    this.counters = new FailoverStore(options.store, {
+      failMode: this.failMode,
+      retryStoreAfterMs: this.retryStoreAfterMs,
+      now: this.now,
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
+  }
+
+  /** The counters' store (memory or redis), e.g. for other counters that must live where the rules' do. */
+  get store(): CounterStore {
+    return this.options.store;
   }
 
   /** Decides one call: allowed only if every matching deny rule has budget for its cost; consumes atomically. */
   async check(orgId: string, call: ToolCall): Promise<Decision> {
-    let compiled = this.options.rules.cached(orgId);
-    if (!compiled) {
-      try {
-        compiled = await this.options.rules.rulesOf(orgId);
-      } catch (error) {
+    return this.decide(orgId, call);
+  }
+
+  /**
+   * {@link check} without a promise when the organisation's rules are cached and the store is memory (a gateway's
+   * hot path, and the API's); otherwise a promise.
+   */
+  decide(orgId: string, call: ToolCall): Decision | Promise<Decision> {
+    const compiled = this.options.rules.cached(orgId);
+    if (compiled) return this.decideWith(orgId, call, compiled);
+    return this.options.rules.rulesOf(orgId).then(
+      (loaded) => this.decideWith(orgId, call, loaded),
+      (error: unknown): Decision => {
         this.warnThrottled(`rules:${orgId}`, { org_id: orgId, err: (error as Error).message }, `rate limit rules unavailable; failing ${this.failMode}`);
         return this.failMode === 'open'
           ? { allowed: true, retryAfterMs: null, deniedBy: null, rules: [], source: 'fail_open' }
           : { allowed: false, retryAfterMs: this.retryStoreAfterMs, deniedBy: null, rules: [], source: 'fail_closed' };
-      }
-    }
+      },
+    );
+  }
 
+  private decideWith(orgId: string, call: ToolCall, compiled: readonly CompiledRule[]): Decision | Promise<Decision> {
     const matching: CompiledRule[] = [];
     for (const entry of compiled) {
       const match = entry.scope.match(call);
@@ -100,13 +118,23 @@ export class RateLimiter {
     }
     if (matching.length === 0) return { allowed: true, retryAfterMs: null, deniedBy: null, rules: [], source: 'no_rules' };
 
-    const keys = matching.map(({ rule }) => budgetKey(orgId, rule.keyBy, call));
-    const limits: CounterLimit[] = matching.map(({ rule, budget }) => ({ calls: budget.calls, windowMs: budget.windowMs, deny: rule.action === 'deny' }));
-    const { store } = this.options;
-    const batch = { orgId, ids: matching.map(({ rule }, i) => counterId(rule.id, keys[i]!)), limits, cost: call.cost };
-
+    const keys: string[] = new Array(matching.length);
+    const ids: string[] = new Array(matching.length);
+    const limits: CounterLimit[] = new Array(matching.length);
+    for (let i = 0; i < matching.length; i += 1) {
+      const { rule, budget } = matching[i]!;
+      keys[i] = budgetKey(orgId, rule.keyBy, call);
+      ids[i] = counterId(rule.id, keys[i]!);
+      limits[i] = { calls: budget.calls, windowMs: budget.windowMs, deny: rule.action === 'deny' };
+    }
+    const decided = this.counters.decide({ orgId, ids, limits, cost: call.cost });
     // Memory counters decide synchronously: no promise on the default store's path.
-    const decided = store.decide ? { result: store.decide(batch), source: store.kind } : await this.decide(orgId, batch);
+    return decided instanceof Promise
+      ? decided.then((d) => this.toDecision(orgId, call, matching, keys, d))
+      : this.toDecision(orgId, call, matching, keys, decided);
+  }
+
+  private toDecision(orgId: string, call: ToolCall, matching: readonly CompiledRule[], keys: readonly string[], decided: { result: StoreDecision; source: DecisionSource } | 'closed'): Decision {
     if (decided === 'closed') {
       const now = this.now();
       return {
@@ -119,45 +147,26 @@ export class RateLimiter {
     }
     const { result, source } = decided;
 
-    const rules: RuleOutcome[] = matching.map(({ rule, budget }, i) => {
-      const outcome = result.outcomes[i]!;
-      return { rule, limit: budget.calls, remaining: outcome.remaining, resetAt: outcome.resetAt, exceeded: outcome.exceeded };
-    });
+    const rules: RuleOutcome[] = new Array(matching.length);
     let deniedBy: string | null = null;
     let retryAfterMs: number | null = null;
-    if (!result.allowed) {
-      // Every exhausted deny rule must have budget again: wait for the last of their windows to end. A cost above
-      // a rule's whole budget never fits, so no wait helps.
-      let wait = 0;
-      let fits = true;
-      rules.forEach((outcome, i) => {
-        if (!outcome.exceeded || outcome.rule.action !== 'deny') return;
-        deniedBy ??= outcome.rule.id;
-        if (call.cost > matching[i]!.budget.calls) fits = false;
+    // Every exhausted deny rule must have budget again: wait for the last of their windows to end. A cost above
+    // a rule's whole budget never fits, so no wait helps.
+    let wait = 0;
+    let fits = true;
+    for (let i = 0; i < matching.length; i += 1) {
+      const { rule, budget } = matching[i]!;
+      const outcome = result.outcomes[i]!;
+      rules[i] = { rule, limit: budget.calls, remaining: outcome.remaining, resetAt: outcome.resetAt, exceeded: outcome.exceeded };
+      if (!result.allowed && outcome.exceeded && rule.action === 'deny') {
+        deniedBy ??= rule.id;
+        if (call.cost > budget.calls) fits = false;
         wait = Math.max(wait, outcome.resetAt - result.now);
-      });
-      retryAfterMs = fits ? Math.max(1, wait) : null;
-    }
-
-    if (this.options.onExceeded) {
-      result.outcomes.forEach((outcome, i) => {
-        if (outcome.firstExceeded) this.report({ orgId, rule: matching[i]!.rule, key: keys[i]!, call, denied: !result.allowed });
-      });
-    }
-    return { allowed: result.allowed, retryAfterMs, deniedBy, rules, source };
-  }
-
-  private async decide(orgId: string, batch: Parameters<CounterStore['checkAndConsume']>[0]): Promise<{ result: StoreDecision; source: DecisionSource } | 'closed'> {
-    const { store } = this.options;
-    if (this.now() >= this.storeDownUntil) {
-      try {
-        return { result: await store.checkAndConsume(batch), source: 'redis' };
-      } catch (error) {
-        this.storeDownUntil = this.now() + this.retryStoreAfterMs;
-        this.options.logger?.warn({ org_id: orgId, err: (error as Error).message }, `rate limit store unreachable; failing ${this.failMode} for ${this.retryStoreAfterMs} ms`);
       }
+      if (outcome.firstExceeded && this.options.onExceeded) this.report({ orgId, rule, key: keys[i]!, call, denied: !result.allowed });
     }
-    return this.fallback ? { result: this.fallback.decide(batch), source: 'fallback' } : 'closed';
+    if (!result.allowed) retryAfterMs = fits ? Math.max(1, wait) : null;
+    return { allowed: result.allowed, retryAfterMs, deniedBy, rules, source };
   }
 
   // What goes wrong on the hot path goes wrong on every call: one warning per subject a minute, not one per call.
@@ -183,6 +192,6 @@ export class RateLimiter {
   /** Waits for pending reports and releases the fallback counters; the store and cache belong to the caller. */
   async close(): Promise<void> {
     await this.idle();
-    await this.fallback?.close();
+    await this.counters.close();
   }
 }

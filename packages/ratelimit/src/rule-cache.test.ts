@@ -2,8 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { ruleScopeSchema, type RateLimitRule } from '@gatehook/core/rate-limit-rule-schema';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
-import { publishRulesChanged } from './invalidation';
-import { RuleCache, type RuleSource } from './rule-cache';
+import { InvalidationBus } from '@gatehook/cache/invalidation';
+import { announceRulesChanged, RuleCache, type RuleSource } from './rule-cache';
 
 const ORG = randomUUID();
 const rule = (name: string, fields: Partial<RateLimitRule> = {}): RateLimitRule => ({
@@ -94,23 +94,23 @@ describe('RuleCache', () => {
 
   it('drops an organisation when its change is announced on Redis', async () => {
     const prefix = `test_${randomBytes(6).toString('hex')}`;
-    const subscriber = new Redis(TEST_REDIS_URL);
+    const bus = new InvalidationBus(new Redis(TEST_REDIS_URL), prefix);
     const publisher = new Redis(TEST_REDIS_URL);
     try {
       const { load } = source();
       const cache = new RuleCache({ source: load });
-      const stop = await cache.subscribe(subscriber, prefix);
+      const stop = await cache.follow(bus);
       const other = randomUUID();
       await cache.rulesOf(ORG);
       await cache.rulesOf(other);
-      await publishRulesChanged(publisher, prefix, ORG);
+      await announceRulesChanged(publisher, prefix, ORG);
       const deadline = Date.now() + 1000;
       while (cache.cached(ORG) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
       expect(cache.cached(ORG)).toBeUndefined();
       expect(cache.cached(other)).toBeDefined();
       stop();
     } finally {
-      subscriber.disconnect();
+      await bus.close();
       publisher.disconnect();
     }
   });

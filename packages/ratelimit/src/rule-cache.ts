@@ -1,8 +1,20 @@
 import type { Redis } from 'ioredis';
+import { LRUCache } from 'lru-cache';
+import { publishInvalidation, type InvalidationBus } from '@gatehook/cache/invalidation';
 import type { RateLimitRule } from '@gatehook/core/rate-limit-rule-schema';
 import { budgetOf, type Budget } from './budget';
-import { rulesChannel } from './invalidation';
 import { compileScope, type ScopeMatcher } from './scope';
+
+/** The invalidation topic (packages/cache) on which rule changes are announced; its keys are organisation ids. */
+export const RULES_TOPIC = 'rate-limit-rules';
+
+/**
+ * Tells every process that an organisation's rules changed, so each drops its cached copy at once. Call it after
+ * the change commits. When Redis is unreachable the message is lost; caches then refresh within their TTL.
+ */
+export function announceRulesChanged(redis: Redis, prefix: string, orgId: string): Promise<void> {
+  return publishInvalidation(redis, prefix, RULES_TOPIC, [orgId]);
+}
 
 /** Where rules come from: the active rules of an organisation, in rule order (created_at, then id). */
 export type RuleSource = (orgId: string) => Promise<RateLimitRule[]>;
@@ -25,6 +37,8 @@ export interface RuleCacheOptions {
   ttlMs?: number;
   /** After a failed load, how long the previous rules keep being used before the next try. */
   retryMs?: number;
+  /** Most organisations kept; the least recently checked go first. */
+  maxOrganisations?: number;
   logger?: LimiterLogger;
   now?: () => number;
 }
@@ -35,13 +49,16 @@ interface Entry {
 }
 
 /**
- * Compiled rules per organisation, in this process. A rule change anywhere is announced on Redis pub/sub
- * (invalidation.ts) and marks the organisation's entry stale at once; the next check reloads it. A load racing
- * an invalidation is not cached as fresh (a generation counter tells), and when a reload fails the previous
- * rules stay in force rather than none.
+ * Compiled rules per organisation, in this process. A rule change anywhere is announced on the `rate-limit-rules`
+ * topic of the process's InvalidationBus and marks the organisation's entry stale at once; the next check reloads
+ * it. A load racing an invalidation is not cached as fresh (a generation counter tells), and when a reload fails
+ * the previous rules stay in force rather than none.
+ *
+ * Not a ConfigCache (packages/cache): that one forgets an entry when it is invalidated, and this one must keep
+ * the previous rules as the fallback while Postgres cannot be read. Entries are bounded by lru-cache all the same.
  */
 export class RuleCache {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries: LRUCache<string, Entry>;
   private readonly generations = new Map<string, number>();
   private readonly loading = new Map<string, Promise<CompiledRule[]>>();
   private readonly failures = new Map<string, { until: number; error: unknown }>();
@@ -53,6 +70,7 @@ export class RuleCache {
     this.ttlMs = options.ttlMs ?? 10_000;
     this.retryMs = options.retryMs ?? 1_000;
     this.now = options.now ?? Date.now;
+    this.entries = new LRUCache<string, Entry>({ max: options.maxOrganisations ?? 100_000 });
   }
 
   /** The organisation's rules when a fresh copy is cached, without a promise (the hot path's common case). */
@@ -78,8 +96,9 @@ export class RuleCache {
 
   /** Forgets an organisation's rules: the next check reloads them. */
   invalidate(orgId: string): void {
-    this.generations.set(orgId, (this.generations.get(orgId) ?? 0) + 1);
-    const entry = this.entries.get(orgId);
+    // Only organisations this process has seen (or is loading) carry a generation: the map stays bounded.
+    if (this.entries.has(orgId) || this.loading.has(orgId)) this.generations.set(orgId, (this.generations.get(orgId) ?? 0) + 1);
+    const entry = this.entries.peek(orgId);
     if (entry) entry.freshUntil = 0;
   }
 
@@ -88,24 +107,14 @@ export class RuleCache {
     for (const orgId of this.entries.keys()) this.invalidate(orgId);
   }
 
-  /**
-   * Listens for rule changes on a connection of its own (a subscribed ioredis connection can do nothing else).
-   * Returns the function that stops listening.
-   */
-  async subscribe(subscriber: Redis, prefix: string): Promise<() => void> {
-    const channel = rulesChannel(prefix);
-    const onMessage = (from: string, orgId: string) => {
-      if (from === channel) this.invalidate(orgId);
-    };
-    const onReady = () => this.invalidateAll();
-    subscriber.on('message', onMessage);
-    subscriber.on('ready', onReady);
-    await subscriber.subscribe(channel);
-    // Stops listening; the caller disconnects the subscriber (an UNSUBSCRIBE to a Redis that is down would wait).
-    return () => {
-      subscriber.off('message', onMessage);
-      subscriber.off('ready', onReady);
-    };
+  /** Follows rule changes announced by any process (and drops everything when the bus reconnects). */
+  follow(bus: InvalidationBus): Promise<() => void> {
+    return bus.listen(RULES_TOPIC, {
+      onKeys: (orgIds) => {
+        for (const orgId of orgIds) this.invalidate(orgId);
+      },
+      onReset: () => this.invalidateAll(),
+    });
   }
 
   private async load(orgId: string, previous: Entry | undefined): Promise<CompiledRule[]> {

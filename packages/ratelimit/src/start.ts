@@ -1,4 +1,6 @@
 import { Redis } from 'ioredis';
+import { InvalidationBus } from '@gatehook/cache/invalidation';
+import { within } from '@gatehook/core/readiness';
 import { closeRedis } from '@gatehook/core/service';
 import { RateLimiter, type ExceededEvent, type FailMode } from './limiter';
 import { RuleCache, type LimiterLogger, type RuleSource } from './rule-cache';
@@ -19,9 +21,19 @@ export interface StartRateLimiterOptions {
   /** RATE_LIMIT_REDIS_TIMEOUT_MS: a Redis check slower than this counts as Redis being down. */
   redisTimeoutMs?: number;
   ruleCacheTtlMs?: number;
+  /**
+   * The process's invalidation bus (one subscriber connection for every cache), already connecting. Without it
+   * the limiter opens a bus of its own, as a gateway embedding it alone would.
+   */
+  bus?: InvalidationBus;
+  /** Memory store: most live counters of one organisation, and of the process (RATE_LIMIT_MEMORY_COUNTERS_*). */
+  memoryCounters?: { perOrganisation: number; total: number };
   onExceeded?: (event: ExceededEvent) => Promise<unknown>;
   logger?: LimiterLogger;
 }
+
+/** How long start-up waits for Redis to confirm the rule subscription before going on without it. */
+const SUBSCRIBE_WAIT_MS = 2_000;
 
 /** A running limiter with the connections it owns. */
 export interface RunningRateLimiter {
@@ -39,8 +51,13 @@ export interface RunningRateLimiter {
  */
 export async function startRateLimiter(options: StartRateLimiterOptions): Promise<RunningRateLimiter> {
   const rules = new RuleCache({ source: options.source, ...(options.ruleCacheTtlMs ? { ttlMs: options.ruleCacheTtlMs } : {}), ...(options.logger ? { logger: options.logger } : {}) });
-  const subscriber = new Redis(options.redisUrl, { lazyConnect: true, maxRetriesPerRequest: null });
-  subscriber.on('error', () => undefined);
+  let ownBus: { bus: InvalidationBus; subscriber: Redis } | undefined;
+  if (!options.bus) {
+    const subscriber = new Redis(options.redisUrl, { lazyConnect: true, maxRetriesPerRequest: null });
+    subscriber.on('error', () => undefined);
+    ownBus = { bus: new InvalidationBus(subscriber, options.prefix), subscriber };
+  }
+  const bus = options.bus ?? ownBus!.bus;
   let commands: Redis | undefined;
   let store: CounterStore;
   if (options.store === 'redis') {
@@ -48,23 +65,17 @@ export async function startRateLimiter(options: StartRateLimiterOptions): Promis
     commands.on('error', () => undefined);
     store = new RedisCounterStore(commands, { prefix: options.prefix, ...(options.redisTimeoutMs ? { timeoutMs: options.redisTimeoutMs } : {}) });
   } else {
-    store = new MemoryCounterStore();
+    store = new MemoryCounterStore(options.memoryCounters ? { maxCountersPerOrg: options.memoryCounters.perOrganisation, maxCounters: options.memoryCounters.total } : {});
   }
 
-  // Neither connection may block start-up: a limiter must come up (and fail open or closed) with Redis down.
+  // Neither connection may block start-up: a limiter must come up (and fail open or closed) with Redis down. The
+  // subscription waits in the subscriber's offline queue until Redis answers; until then the cache TTL bounds
+  // staleness.
   let unsubscribe: (() => void) | undefined;
-  await Promise.allSettled([
-    commands?.connect(),
-    subscriber.connect().then(async () => {
-      unsubscribe = await rules.subscribe(subscriber, options.prefix);
-    }),
-  ]);
-  if (!unsubscribe) {
-    // Subscribe once the connection comes up; until then the cache TTL bounds staleness.
-    subscriber.once('ready', () => {
-      void rules.subscribe(subscriber, options.prefix).then((stop) => (unsubscribe = stop), () => undefined);
-    });
-  }
+  const following = rules.follow(bus).then((stop) => (unsubscribe = stop));
+  following.catch(() => undefined);
+  await Promise.allSettled([commands?.connect(), ownBus?.subscriber.connect()]);
+  await within(following, SUBSCRIBE_WAIT_MS).catch(() => undefined);
 
   const limiter = new RateLimiter({
     rules,
@@ -83,7 +94,8 @@ export async function startRateLimiter(options: StartRateLimiterOptions): Promis
       if (closed) return;
       closed = true;
       unsubscribe?.();
-      subscriber.disconnect();
+      // Not QUIT: to a Redis that is down it would wait.
+      ownBus?.subscriber.disconnect();
       await limiter.close();
       await store.close();
       if (commands) await closeRedis(commands);

@@ -1,3 +1,4 @@
+import type { InvalidationBus } from '@gatehook/cache/invalidation';
 import type { Config } from '@gatehook/core/config';
 import type { DecisionView } from '@gatehook/core/rate-limit-rule-schema';
 import { recordAuditEvent } from '@gatehook/db/audit-events';
@@ -64,7 +65,11 @@ export function exceededRecorder(db: Db, queues?: DeliveryQueues): (event: Excee
 }
 
 /** Starts the limiter the configuration describes, with rules from Postgres and exceedances audited. */
-export function startConfiguredRateLimiter(config: Config, db: Db, options: { queues?: DeliveryQueues | undefined; logger?: LimiterLogger } = {}): Promise<RunningRateLimiter> {
+export function startConfiguredRateLimiter(
+  config: Config,
+  db: Db,
+  options: { queues?: DeliveryQueues | undefined; logger?: LimiterLogger; bus?: InvalidationBus } = {},
+): Promise<RunningRateLimiter> {
   return startRateLimiter({
     source: (orgId) => loadActiveRules(db, orgId),
     redisUrl: config.REDIS_URL,
@@ -72,6 +77,8 @@ export function startConfiguredRateLimiter(config: Config, db: Db, options: { qu
     store: config.RATE_LIMIT_STORE,
     failMode: config.RATE_LIMIT_FAIL_MODE,
     redisTimeoutMs: config.RATE_LIMIT_REDIS_TIMEOUT_MS,
+    memoryCounters: { perOrganisation: config.RATE_LIMIT_MEMORY_COUNTERS_PER_ORG, total: config.RATE_LIMIT_MEMORY_COUNTERS },
+    ...(options.bus ? { bus: options.bus } : {}),
     onExceeded: exceededRecorder(db, options.queues),
     ...(options.logger ? { logger: options.logger } : {}),
   });

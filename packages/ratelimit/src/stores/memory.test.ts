@@ -30,6 +30,35 @@ describe('MemoryCounterStore', () => {
     await store.close();
   });
 
+  it('caps one organisation at maxCountersPerOrg, evicting only its own counters', async () => {
+    const store = new MemoryCounterStore({ now: () => 0, maxCountersPerOrg: 100, maxCounters: 150 });
+    const spend = (orgId: string, id: string) => store.decide({ orgId, ids: [id], limits: [{ calls: 1, windowMs: 60_000, deny: true }], cost: 1 });
+    // The victim spends the whole budget of 40 counters.
+    for (let i = 0; i < 40; i += 1) expect(spend('victim', `tool-${i}:org=victim`).allowed).toBe(true);
+    // The flooder sends 10,000 distinct tool keys, far past both ceilings.
+    for (let i = 0; i < 10_000; i += 1) spend('flooder', `tool-${i}:org=flooder`);
+    expect(store.sizeOf('flooder')).toBeLessThanOrEqual(100);
+    expect(store.sizeOf('victim')).toBe(40);
+    expect(store.size).toBeLessThanOrEqual(150);
+    // Every one of the victim's budgets is still spent: none was evicted and reset.
+    for (let i = 0; i < 40; i += 1) expect(spend('victim', `tool-${i}:org=victim`).allowed).toBe(false);
+    // The flooder's newest counters survived; its oldest went.
+    expect(spend('flooder', 'tool-9999:org=flooder').allowed).toBe(false);
+    expect(spend('flooder', 'tool-0:org=flooder').allowed).toBe(true);
+    await store.close();
+  });
+
+  it('keeps the process ceiling by evicting the adding organisation, even when others fill it', async () => {
+    const store = new MemoryCounterStore({ now: () => 0, maxCountersPerOrg: 1_000, maxCounters: 100 });
+    const spend = (orgId: string, id: string) => store.decide({ orgId, ids: [id], limits: [{ calls: 1, windowMs: 60_000, deny: true }], cost: 1 });
+    for (let i = 0; i < 90; i += 1) spend('first', `k-${i}`);
+    for (let i = 0; i < 1_000; i += 1) spend('second', `k-${i}`);
+    expect(store.sizeOf('first')).toBe(90);
+    expect(store.sizeOf('second')).toBe(10);
+    expect(store.size).toBe(100);
+    await store.close();
+  });
+
   it('keeps counters of different organisations apart', async () => {
     const store = new MemoryCounterStore({ now: () => 0 });
     // Counter ids carry the organisation in their budget key (key_by always includes org).

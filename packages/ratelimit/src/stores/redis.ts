@@ -2,13 +2,23 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Redis } from 'ioredis';
-import { within } from '@gatehook/core/readiness';
 import { counterKey } from '../counter-key';
 import type { CounterOutcome } from '../consume';
 import type { CounterBatch, CounterStore, StoreDecision } from './store';
 
 const SCRIPT = readFileSync(path.join(__dirname, '../lua/check-and-consume.lua'), 'utf8');
 const SCRIPT_SHA = createHash('sha1').update(SCRIPT).digest('hex');
+
+/**
+ * A check Redis did not answer in time. Unlike an unreachable Redis, the script was sent and may still run there
+ * (and count the call): a fallback must not count the call a second time.
+ */
+export class CounterStoreTimeout extends Error {
+  override name = 'CounterStoreTimeout';
+  constructor(ms: number) {
+    super(`rate limit store did not answer within ${ms} ms`);
+  }
+}
 
 export interface RedisStoreOptions {
   /** Key prefix (REDIS_PREFIX), so one Redis serves several deployments. */
@@ -37,12 +47,21 @@ export class RedisCounterStore implements CounterStore {
     const keys = batch.ids.map((id) => counterKey(this.options.prefix, batch.orgId, id));
     const args: (string | number)[] = [batch.cost];
     for (const limit of batch.limits) args.push(limit.calls, limit.windowMs, limit.deny ? 1 : 0);
-    const reply = (await within(this.run(keys, args), this.timeoutMs)) as number[];
+    const reply = (await this.withinTimeout(this.run(keys, args))) as number[];
     const outcomes: CounterOutcome[] = [];
     for (let i = 2; i < reply.length; i += 4) {
       outcomes.push({ remaining: reply[i]!, resetAt: reply[i + 1]!, exceeded: reply[i + 2] === 1, firstExceeded: reply[i + 3] === 1 });
     }
     return { now: reply[0]!, allowed: reply[1] === 1, outcomes };
+  }
+
+  private withinTimeout<T>(promise: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new CounterStoreTimeout(this.timeoutMs)), this.timeoutMs);
+    });
+    promise.catch(() => undefined); // a late failure after the timeout is nobody's to handle
+    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
   }
 
   // EVALSHA first; a Redis that does not know the script yet (new, restarted, flushed) gets it once by EVAL.
