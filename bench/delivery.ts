@@ -3,24 +3,28 @@
 // servers in this process that count distinct event ids (a redelivered event counts once). The reference of each
 // figure is a bare loop in this process doing only the unavoidable part of the same job: render the envelope,
 // sign it with the project's signing function and POST it over keep-alive HTTPS to the same receiver.
-//  1. end-to-end `single` deliveries/s (POST /audit-events → 2xx at the receiver), 1 worker process;
-//  2. ingest → receiver latency p50/p99 at a fixed event rate (open loop);
+//  1. end-to-end `single` deliveries/s (POST /audit-events → 2xx at the receiver), 1 worker process, with the
+//     CPU ms and Postgres round trips each delivery cost (bench/cost.ts);
+//  2. ingest → receiver latency p50/p99 at 200 single-event requests/s (open loop), and the highest rate of a
+//     sweep at which p99 stays within 250 ms;
 //  3. `ndjson` with max_events 100: events/s;
-//  4. healthy endpoints' p99 while another endpoint times out on every attempt, next to the p99 without it;
+//  4. 20 healthy webhooks' p99 at 200 events/s, next to the same with a 21st endpoint that never answers;
 //  5. 2 worker processes against 1.
 import { randomBytes, randomUUID } from 'node:crypto';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent, request } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AuditEventData } from '@gatehook/core/audit-event';
 import { USER_AGENT } from '@gatehook/core/version';
 import { issueApiKey } from '@gatehook/db/api-keys';
-import { createDb } from '@gatehook/db/client';
+import { createDb, type Db } from '@gatehook/db/client';
 import { CONTENT_TYPES, packBodies } from '@gatehook/delivery/bodies';
 import { renderEnvelope } from '@gatehook/delivery/envelope';
 import { deliveryHeaders } from '@gatehook/delivery/signing';
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { startRedisServer, startServiceProcess, type ServiceProcess } from '@gatehook/testkit/processes';
 import { startReceiver, testCa } from '@gatehook/testkit/receiver';
+import { meter, type Cost, type Service } from './cost';
 import { SAMPLE_EVENT } from './expressions';
 import { percentile, type Figure } from './measure';
 
@@ -28,9 +32,14 @@ import { percentile, type Figure } from './measure';
 const CONCURRENCY = 50;
 /** Events per second of the latency figures (open loop). */
 const LATENCY_RATE = 200;
+/** The latency bar of the sweep, and the rates it tries in turn until p99 passes the bar. */
+const SWEEP_P99_MS = 250;
+const SWEEP_RATES = [200, 400, 700, 1000, 1500, 2000, 3000];
 /** Events per second of the isolation figure; each reaches every healthy endpoint. */
-const ISOLATION_RATE = 50;
-const HEALTHY_ENDPOINTS = 2;
+const ISOLATION_RATE = 200;
+const HEALTHY_ENDPOINTS = 20;
+/** Live traffic of the recovery figure (bench/recover.ts). */
+export const LIVE_RATE = 50;
 const TIMEOUT_MS = 2000;
 const NDJSON_MAX_EVENTS = 100;
 /** A throughput run warms up until fan-out and delivery (and a fresh worker's JIT) have reached steady state. */
@@ -40,15 +49,16 @@ const latencyWarmupMs = (seconds: number) => Math.max(1000, seconds * 500);
 
 // The benchmarks' event as the gateway ingests it: id, org_id and created_at are given by the API.
 const { id: _id, org_id: _org, created_at: _at, ...EVENT } = SAMPLE_EVENT;
-const ACTION = EVENT.action;
+export const ACTION = EVENT.action;
+export { EVENT };
 
-function figure(name: string, value: number, unit: string, reference: string, referenceValue: number): Figure {
+export function figure(name: string, value: number, unit: string, reference: string, referenceValue: number): Figure {
   return { figure: name, value, unit, reference, referenceValue, ratio: Number((value / referenceValue).toFixed(4)) };
 }
 
 const perSecond = (count: number, ms: number) => Math.round((count / ms) * 1000);
 
-async function waitUntil(done: () => boolean, timeoutMs: number): Promise<boolean> {
+export async function waitUntil(done: () => boolean, timeoutMs: number): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;
   while (!done()) {
     if (performance.now() > deadline) return false;
@@ -62,7 +72,7 @@ async function waitUntil(done: () => boolean, timeoutMs: number): Promise<boolea
 // Every body is envelopes (one, or one per ndjson line), each starting with its type, timestamp and data.id.
 const EVENT_ID = /"data":\{"id":"([0-9a-f-]{36})"/g;
 
-interface CountingReceiver {
+export interface CountingReceiver {
   url(path?: string): string;
   /** performance.now() of the first arrival of each distinct event id. */
   arrivals: Map<string, number>;
@@ -70,7 +80,7 @@ interface CountingReceiver {
 }
 
 /** An HTTPS receiver answering 200 at once (or never, with `hang`) that records each event id's first arrival. */
-async function countingReceiver(hang = false): Promise<CountingReceiver> {
+export async function countingReceiver(hang = false): Promise<CountingReceiver> {
   const arrivals = new Map<string, number>();
   const receiver = await startReceiver((request) => {
     // Bodies are not kept: the first arrival of each id is all a figure needs.
@@ -85,14 +95,24 @@ async function countingReceiver(hang = false): Promise<CountingReceiver> {
 
 // --- the stack: API and worker processes on a fresh database and a private Redis ------------------------------
 
-interface Org {
-  /** Creates a webhook for ACTION to `url`; returns its signing secret. */
-  webhook(url: string, body?: Record<string, unknown>): Promise<string>;
+export interface Org {
+  orgId: string;
+  /** An admin key of the organisation. */
+  key: string;
+  /** Creates a webhook for ACTION to `url`; returns its id and signing secret. */
+  webhook(url: string, body?: Record<string, unknown>): Promise<{ id: string; secret: string }>;
   /** Ingests `count` events in one request; returns their ids. */
   ingest(count: number): Promise<string[]>;
 }
 
-interface Rig {
+export interface Rig {
+  /** The API's base URL, the stack's database and its encryption key (for benches that seed history). */
+  api: string;
+  /** The API process (pid and port), for cost figures. */
+  apiProcess: Service;
+  databaseUrl: string;
+  db: Db;
+  encryptionKey: string;
   org(): Promise<Org>;
   receiver(hang?: boolean): Promise<CountingReceiver>;
   startWorker(env?: Record<string, string>): Promise<ServiceProcess>;
@@ -110,7 +130,7 @@ async function stopService(service: ServiceProcess): Promise<void> {
 }
 
 /** Runs `use` on a fresh stack; every process, receiver, Redis and the database go away whatever happens. */
-async function withRig<T>(use: (rig: Rig) => Promise<T>): Promise<T> {
+export async function withRig<T>(use: (rig: Rig) => Promise<T>): Promise<T> {
   const cleanups: (() => Promise<unknown>)[] = [];
   try {
     const database = await createTestDatabase();
@@ -141,18 +161,42 @@ async function withRig<T>(use: (rig: Rig) => Promise<T>): Promise<T> {
       services.add(service);
       return service;
     };
-    const api = `http://127.0.0.1:${(await start('api')).port}`;
-    const call = async (key: string, path: string, body: unknown, expected: number) => {
-      const response = await fetch(`${api}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      if (response.status !== expected) throw new Error(`POST ${path}: ${response.status} ${await response.text()}`);
-      return response.json() as Promise<Record<string, unknown>>;
-    };
+    const apiProcess = await start('api');
+    const api = `http://127.0.0.1:${apiProcess.port}`;
+    // A lean keep-alive client (node:http rather than fetch), so the load the bench makes costs it little CPU.
+    const apiAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
+    cleanups.push(async () => apiAgent.destroy());
+    const call = (key: string, path: string, body: unknown, expected: number) =>
+      new Promise<Record<string, unknown>>((resolve, reject) => {
+        const payload = JSON.stringify(body);
+        const req = httpRequest(`${api}${path}`, { method: 'POST', agent: apiAgent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('error', reject);
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            if (res.statusCode !== expected) reject(new Error(`POST ${path}: ${res.statusCode} ${text}`));
+            else resolve(JSON.parse(text) as Record<string, unknown>);
+          });
+        });
+        req.on('error', reject);
+        req.end(payload);
+      });
     return await use({
+      api,
+      apiProcess,
+      databaseUrl: database.url,
+      db,
+      encryptionKey: env.GATEHOOK_ENCRYPTION_KEY,
       async org() {
-        const { key } = await issueApiKey(db, { orgId: randomUUID(), name: 'bench', role: 'admin', permissions: [] });
+        const orgId = randomUUID();
+        const { key } = await issueApiKey(db, { orgId, name: 'bench', role: 'admin', permissions: [] });
         return {
+          orgId,
+          key,
           async webhook(url, body = {}) {
-            return (await call(key, '/webhooks', { name: 'bench', url, events: [ACTION], ...body }, 201)).secret as string;
+            const created = await call(key, '/webhooks', { name: 'bench', url, events: [ACTION], ...body }, 201);
+            return { id: created.id as string, secret: created.secret as string };
           },
           async ingest(count) {
             return (await call(key, '/audit-events', { events: Array.from({ length: count }, () => EVENT) }, 202)).ids as string[];
@@ -200,6 +244,7 @@ class BareSender {
     await new Promise<void>((resolve, reject) => {
       const req = request(this.url, { method: 'POST', agent: this.agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
         res.resume();
+        res.on('error', reject);
         res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
       });
       req.on('error', reject);
@@ -215,20 +260,27 @@ class BareSender {
 
 // --- measurements ---------------------------------------------------------------------------------------------
 
+/** Called when a measurement window opens; the function it returns is called when it closes, with the count. */
+type WindowProbe = () => Promise<(arrived: number) => Promise<void>>;
+
 /**
  * Distinct events per second arriving at `receiver` over `seconds`, after a warm-up, while `feed` keeps the
  * pipeline busy until told to stop. `feed` returns how many events it handed over, so the caller can wait for
- * the backlog to drain and the next measurement starts on an idle stack.
+ * the backlog to drain and the next measurement starts on an idle stack. `probe` sees the window itself.
  */
-async function arrivalsPerSecond(receiver: CountingReceiver, seconds: number, feed: (running: () => boolean) => Promise<number>): Promise<number> {
+async function arrivalsPerSecond(receiver: CountingReceiver, seconds: number, feed: (running: () => boolean) => Promise<number>, probe?: WindowProbe): Promise<number> {
   let running = true;
   const fed = feed(() => running);
   try {
     await sleep(throughputWarmupMs(seconds));
+    const closeWindow = await probe?.();
     const before = receiver.arrivals.size;
     const started = performance.now();
     await sleep(seconds * 1000);
-    return perSecond(receiver.arrivals.size - before, performance.now() - started);
+    const arrived = receiver.arrivals.size - before;
+    const elapsed = performance.now() - started;
+    await closeWindow?.(arrived);
+    return perSecond(arrived, elapsed);
   } finally {
     running = false;
     // A feed that failed (the API refused events) fails the figure instead of leaving a backlog to the next one.
@@ -238,7 +290,7 @@ async function arrivalsPerSecond(receiver: CountingReceiver, seconds: number, fe
 }
 
 /** Keeps up to `backlog` ingested events undelivered, `eventsPerRequest` per POST from `clients` clients. */
-function ingestFeed(org: Org, receiver: CountingReceiver, eventsPerRequest: number, backlog: number, clients = 2) {
+function ingestFeed(org: Org, receiver: CountingReceiver, eventsPerRequest: number, backlog: number, clients = 4) {
   return async (running: () => boolean) => {
     const base = receiver.arrivals.size;
     let accepted = 0;
@@ -293,7 +345,7 @@ async function openLoop(rate: number, seconds: number, fire: () => Promise<strin
  * Latencies (ms, ascending) from each event's start to its first arrival at each receiver, over `seconds` of an
  * open loop after a warm-up. An event that never arrives counts as Infinity, so a loss shows in the percentiles.
  */
-async function arrivalLatencies(receivers: CountingReceiver[], rate: number, seconds: number, fire: () => Promise<string[]>): Promise<number[]> {
+export async function arrivalLatencies(receivers: CountingReceiver[], rate: number, seconds: number, fire: () => Promise<string[]>): Promise<number[]> {
   const settle = async (sent: { id: string }[]) => {
     await waitUntil(() => receivers.every((r) => sent.every((s) => r.arrivals.has(s.id))), 30_000);
   };
@@ -303,9 +355,35 @@ async function arrivalLatencies(receivers: CountingReceiver[], rate: number, sec
   return receivers.flatMap((r) => sent.map((s) => (r.arrivals.get(s.id) ?? Infinity) - s.sent)).sort((a, b) => a - b);
 }
 
-const ms = (value: number) => Number(value.toFixed(2));
+export const ms = (value: number) => Number(value.toFixed(2));
 
 // --- the figures ----------------------------------------------------------------------------------------------
+
+/** The highest rate of SWEEP_RATES at which p99 stays within SWEEP_P99_MS (0 if even the first does not). */
+async function sustainableRate(receiver: CountingReceiver, seconds: number, fire: () => Promise<string[]>): Promise<{ rate: number; p99AtRate: number; firstFailing: string }> {
+  let best = { rate: 0, p99AtRate: Infinity, firstFailing: 'none of the rates tried' };
+  for (const rate of SWEEP_RATES) {
+    const p99 = percentile(await arrivalLatencies([receiver], rate, seconds, fire), 99);
+    if (p99 > SWEEP_P99_MS) return { ...best, firstFailing: `${rate}/s: p99 ${ms(p99)} ms` };
+    best = { rate, p99AtRate: p99, firstFailing: best.firstFailing };
+  }
+  return best;
+}
+
+function costFigures(cost: Cost, delivered: number, bareCpuMsPerRequest: number): Figure[] {
+  const per = 'per end-to-end single delivery (lower is better)';
+  const totalCpu = Number((cost.apiCpuMs + cost.workerCpuMs + cost.postgresCpuMs).toFixed(3));
+  const bare = `bare loop: this process's CPU ms per signed POST (sender and receiver), same run`;
+  const counted = (name: string, value: number): Figure => ({ figure: `${name} ${per}`, value, unit: 'statements', reference: null, referenceValue: null, ratio: null, note: `over ${delivered.toLocaleString('en-US')} deliveries` });
+  return [
+    figure(`CPU ms ${per}: API + worker + Postgres`, totalCpu, 'ms', bare, bareCpuMsPerRequest),
+    figure(`CPU ms ${per}: worker alone`, cost.workerCpuMs, 'ms', bare, bareCpuMsPerRequest),
+    figure(`CPU ms ${per}: API alone (ingestion, 100 events a request)`, cost.apiCpuMs, 'ms', bare, bareCpuMsPerRequest),
+    figure(`CPU ms ${per}: Postgres alone`, cost.postgresCpuMs, 'ms', bare, bareCpuMsPerRequest),
+    counted('Postgres round trips (statements) of the worker', cost.workerStatements),
+    counted('Postgres round trips (statements) of the API', cost.apiStatements),
+  ];
+}
 
 /** Every delivery figure; one stack, torn down at the end whatever happens. */
 export async function deliveryFigures(seconds: number): Promise<Figure[]> {
@@ -315,22 +393,49 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
     const fullOrigin = { DELIVERY_ORIGIN_CONCURRENCY: String(CONCURRENCY) };
     const worker = await rig.startWorker(fullOrigin);
     const receiver = await rig.receiver();
-    const figures: Record<'throughput' | 'latency' | 'ndjson' | 'isolation' | 'workers', Figure[]> = { throughput: [], latency: [], ndjson: [], isolation: [], workers: [] };
+    const figures: Record<'throughput' | 'cost' | 'latency' | 'ndjson' | 'isolation' | 'workers', Figure[]> = { throughput: [], cost: [], latency: [], ndjson: [], isolation: [], workers: [] };
+    let bareP99 = 0;
 
     // 1, 2 and 5: `single`.
     const single = await rig.org();
-    const singleSecret = await single.webhook(receiver.url('/single'));
+    const singleSecret = (await single.webhook(receiver.url('/single'))).secret;
     const bareSingle = new BareSender(receiver.url('/single'), singleSecret);
     try {
+      let cost: Cost | undefined;
+      let delivered = 0;
+      const oneWorker = await arrivalsPerSecond(receiver, seconds, ingestFeed(single, receiver, 100, 2000), async () => {
+        const window = await meter(rig.apiProcess, [worker]);
+        return async (arrived) => {
+          delivered = arrived;
+          cost = await window.end(arrived);
+        };
+      });
+      let bareCpuMs = 0;
+      let bareRequests = 0;
+      const bareRate = await arrivalsPerSecond(receiver, seconds, bareFeed(bareSingle, receiver), async () => {
+        const before = process.cpuUsage();
+        return async (arrived) => {
+          const used = process.cpuUsage(before);
+          bareCpuMs = (used.user + used.system) / 1000;
+          bareRequests = arrived;
+        };
+      });
+      figures.throughput.push(figure(`end-to-end deliveries/s, single (API + 1 worker, ${CONCURRENCY} in flight; 100 events a POST /audit-events from 4 clients meanwhile; bar: 0.25)`, oneWorker, 'deliveries/s', `bare render + sign + keep-alive HTTPS POST loop, ${CONCURRENCY} in flight`, bareRate));
+      figures.cost.push(...costFigures(cost!, delivered, Number((bareCpuMs / Math.max(1, bareRequests)).toFixed(3))));
+
+      // Latency once the stack is warm (figure 1 ran first): a fresh process's first seconds are not its steady state.
       const ingested = await arrivalLatencies([receiver], LATENCY_RATE, seconds, () => single.ingest(1));
       const bare = await arrivalLatencies([receiver], LATENCY_RATE, seconds, () => bareSingle.send());
+      bareP99 = ms(percentile(bare, 99));
       for (const p of [50, 99]) {
-        figures.latency.push(figure(`ingest → receiver latency p${p} at ${LATENCY_RATE} events/s, one a POST, single (1 worker; lower is better)`, ms(percentile(ingested, p)), 'ms', `bare render + sign + HTTPS POST p${p} at ${LATENCY_RATE} req/s, start → arrival`, ms(percentile(bare, p))));
+        figures.latency.push(figure(`ingest → receiver latency p${p} at ${LATENCY_RATE} single-event requests/s, single (1 worker; bar for p99: 100 ms; lower is better)`, ms(percentile(ingested, p)), 'ms', `bare render + sign + HTTPS POST p${p} at ${LATENCY_RATE} req/s, start → arrival`, ms(percentile(bare, p))));
       }
-
-      const oneWorker = await arrivalsPerSecond(receiver, seconds, ingestFeed(single, receiver, 100, 2000));
-      const bareRate = await arrivalsPerSecond(receiver, seconds, bareFeed(bareSingle, receiver));
-      figures.throughput.push(figure(`end-to-end deliveries/s, single (API + 1 worker, ${CONCURRENCY} in flight; 100 events a POST /audit-events)`, oneWorker, 'deliveries/s', `bare render + sign + keep-alive HTTPS POST loop, ${CONCURRENCY} in flight`, bareRate));
+      const sweep = await sustainableRate(receiver, seconds, () => single.ingest(1));
+      figures.latency.push({
+        figure: `highest rate of single-event requests/s (of ${SWEEP_RATES.join(', ')}) at which ingest → receiver p99 stays ≤ ${SWEEP_P99_MS} ms`,
+        value: sweep.rate, unit: 'events/s', reference: 'end-to-end deliveries/s of figure 1 (saturated), same run', referenceValue: oneWorker, ratio: Number((sweep.rate / oneWorker).toFixed(4)),
+        note: `first failing: ${sweep.firstFailing}`,
+      });
 
       const second = await rig.startWorker(fullOrigin);
       const twoWorkers = await arrivalsPerSecond(receiver, seconds, ingestFeed(single, receiver, 100, 4000));
@@ -342,12 +447,12 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
 
     // 3: `ndjson`, 100 events a body.
     const ndjson = await rig.org();
-    const ndjsonSecret = await ndjson.webhook(receiver.url('/ndjson'), { format: 'ndjson', max_events: NDJSON_MAX_EVENTS });
+    const ndjsonSecret = (await ndjson.webhook(receiver.url('/ndjson'), { format: 'ndjson', max_events: NDJSON_MAX_EVENTS })).secret;
     const bareNdjson = new BareSender(receiver.url('/ndjson'), ndjsonSecret, NDJSON_MAX_EVENTS);
     try {
-      const value = await arrivalsPerSecond(receiver, seconds, ingestFeed(ndjson, receiver, 1000, 20_000, 4));
+      const value = await arrivalsPerSecond(receiver, seconds, ingestFeed(ndjson, receiver, 1000, 20_000));
       const referenceValue = await arrivalsPerSecond(receiver, seconds, bareFeed(bareNdjson, receiver));
-      figures.ndjson.push(figure(`end-to-end events/s, ndjson max_events ${NDJSON_MAX_EVENTS} (API + 1 worker; 1000 events a POST /audit-events)`, value, 'events/s', `bare render + sign + POST of ${NDJSON_MAX_EVENTS}-event ndjson bodies, ${CONCURRENCY} in flight`, referenceValue));
+      figures.ndjson.push(figure(`end-to-end events/s, ndjson max_events ${NDJSON_MAX_EVENTS} (API + 1 worker; 1000 events a POST /audit-events; bar: 20,000)`, value, 'events/s', `bare render + sign + POST of ${NDJSON_MAX_EVENTS}-event ndjson bodies, ${CONCURRENCY} in flight`, referenceValue));
     } finally {
       bareNdjson.close();
     }
@@ -355,13 +460,19 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
     // 4: isolation, with the default per-origin cap; the endpoint that never answers is added last.
     await rig.stop(worker);
     await rig.startWorker();
+    // The fresh worker warms up on the single webhook first, as figure 1's did.
+    await arrivalsPerSecond(receiver, seconds, ingestFeed(single, receiver, 100, 2000));
     const isolated = await rig.org();
-    const healthy = [receiver, ...(await Promise.all(Array.from({ length: HEALTHY_ENDPOINTS - 1 }, () => rig.receiver())))];
+    const healthy = await Promise.all(Array.from({ length: HEALTHY_ENDPOINTS }, () => rig.receiver()));
     for (const r of healthy) await isolated.webhook(r.url('/isolated'));
     const without = await arrivalLatencies(healthy, ISOLATION_RATE, seconds, () => isolated.ingest(1));
     await isolated.webhook((await rig.receiver(true)).url('/never'));
     const withHang = await arrivalLatencies(healthy, ISOLATION_RATE, seconds, () => isolated.ingest(1));
-    figures.isolation.push(figure(`${HEALTHY_ENDPOINTS} healthy endpoints p99 at ${ISOLATION_RATE} events/s while a 3rd times out (${TIMEOUT_MS} ms) on every attempt (lower is better)`, ms(percentile(withHang, 99)), 'ms', 'same endpoints p99 without it, same run', ms(percentile(without, 99))));
-    return [...figures.throughput, ...figures.latency, ...figures.ndjson, ...figures.isolation, ...figures.workers];
+    const label = `${HEALTHY_ENDPOINTS} healthy webhooks' p99 at ${ISOLATION_RATE} events/s`;
+    figures.isolation.push(
+      figure(`${label} (1 worker; bar: 250 ms; lower is better)`, ms(percentile(without, 99)), 'ms', `bare render + sign + HTTPS POST p99 at ${LATENCY_RATE} req/s, one receiver, same run`, bareP99),
+      figure(`${label} while a 21st endpoint never answers (${TIMEOUT_MS} ms timeout, every attempt; bar: 1.5 × without; lower is better)`, ms(percentile(withHang, 99)), 'ms', 'same webhooks p99 without it, same run', ms(percentile(without, 99))),
+    );
+    return [...figures.throughput, ...figures.cost, ...figures.latency, ...figures.ndjson, ...figures.isolation, ...figures.workers];
   });
 }

@@ -3,10 +3,13 @@ export interface Figure {
   figure: string;
   value: number;
   unit: string;
-  reference: string;
-  referenceValue: number;
-  /** value / referenceValue for throughputs (higher is better). */
-  ratio: number;
+  /** What the value is measured against in the same run; null for a count that has no physical reference. */
+  reference: string | null;
+  referenceValue: number | null;
+  /** value / referenceValue (higher is better for throughputs, lower for latencies and costs); null without one. */
+  ratio: number | null;
+  /** What this run adds (how far a sweep got, how much of a recovery a window saw); not part of the name. */
+  note?: string;
 }
 
 /** Operations per second of `fn`, after a warm-up, over about `seconds`. */

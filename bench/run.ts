@@ -1,19 +1,38 @@
 // `pnpm bench`: every benchmark, printed as a table (figure, value, unit, the reference measured in the same run,
 // ratio) and written to bench/results/latest.json. Numbers never fail anything; BENCH_SECONDS sets the time per
-// measurement (CI may run a tiny size).
+// measurement (CI may run a tiny size); BENCH_ONLY picks groups.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { deliveryFigures } from './delivery';
 import { expressionFigures } from './expressions';
+import { ingestionFigures } from './ingestion';
 import { rateLimitFigures } from './ratelimit';
+import { recoverFigures } from './recover';
 import type { Figure } from './measure';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 2);
 
+/** The benchmark groups, in the order they run; BENCH_ONLY=ingestion,delivery runs some of them. */
+const GROUPS: Record<string, (seconds: number) => Figure[] | Promise<Figure[]>> = {
+  expressions: expressionFigures,
+  ratelimit: rateLimitFigures,
+  ingestion: ingestionFigures,
+  delivery: deliveryFigures,
+  recover: recoverFigures,
+};
+const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null;
+
 async function main(): Promise<void> {
-  const figures: Figure[] = [...expressionFigures(seconds), ...(await rateLimitFigures(seconds)), ...(await deliveryFigures(seconds))];
-  const rows = figures.map((f) => [f.figure, f.value.toLocaleString('en-US'), f.unit, `${f.reference}: ${f.referenceValue.toLocaleString('en-US')}`, f.ratio.toFixed(3)]);
+  const figures: Figure[] = [];
+  for (const [name, run] of Object.entries(GROUPS)) if (only === null || only.has(name)) figures.push(...(await run(seconds)));
+  const rows = figures.map((f) => [
+    f.note ? `${f.figure} [${f.note}]` : f.figure,
+    f.value.toLocaleString('en-US'),
+    f.unit,
+    f.reference === null ? '—' : `${f.reference}: ${f.referenceValue!.toLocaleString('en-US')}`,
+    f.ratio === null ? '—' : f.ratio.toFixed(3),
+  ]);
   const header = ['figure', 'value', 'unit', 'reference (same run)', 'ratio'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');

@@ -3,24 +3,35 @@ import type { Redis } from 'ioredis';
 import type { Config } from '@gatehook/core/config';
 import type { SecretBox } from '@gatehook/core/encryption';
 import type { Logger } from '@gatehook/core/logger';
+import { AppError } from '@gatehook/core/errors';
+import { metricsAuthorised } from '@gatehook/core/metrics-auth';
 import { GATEHOOK_VERSION } from '@gatehook/core/version';
 import type { Db } from '@gatehook/db/client';
+import { registerStatementMetric } from '@gatehook/db/metrics';
 import type { Sender } from '@gatehook/delivery/attempt';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { parseCidrList, type HostLookup } from '@gatehook/egress/address-policy';
 import type { RateLimiter } from '@gatehook/ratelimit/limiter';
+import { MemoryCounterStore } from '@gatehook/ratelimit/stores/memory';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { consoleRouter } from './http/console';
+import type { ApiKeyCache } from './http/api-keys';
+import { checkPath } from './http/check-path';
 import { errorHandler, notFoundHandler } from './http/errors';
 import { buildOpenApi } from './http/openapi';
 import { mountRoutes, type AnyRoute } from './http/route';
+import { ManagementThrottle } from './http/throttle';
 import { auditEventRoutes } from './routes/audit-events';
 import { deliveryRoutes } from './routes/deliveries';
+import { destinationRoutes } from './routes/destinations';
 import { eventTypeRoutes } from './routes/event-types';
 import { notificationRoutes } from './routes/notifications';
 import { healthRoutes } from './routes/health';
 import { rateLimitCheckRoutes } from './routes/rate-limit-check';
 import { rateLimitRuleRoutes } from './routes/rate-limit-rules';
+import { taskRoutes } from './routes/tasks';
 import { webhookRoutes } from './routes/webhooks';
+import { commitHooks } from './services/commit-hooks';
 
 export interface AppDeps {
   config: Config;
@@ -34,6 +45,8 @@ export interface AppDeps {
   send?: Sender;
   /** The rate limiter behind POST /rate-limits/check (packages/ratelimit, started by the caller). */
   limiter: RateLimiter;
+  /** Verified API keys (per process, following revocations through the invalidation bus). */
+  apiKeys: ApiKeyCache;
   /** Host name resolution for the address policy (tests inject one). */
   lookup?: HostLookup;
 }
@@ -47,6 +60,7 @@ export function createApp(deps: AppDeps): Express {
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'gatehook_api_' });
+  registerStatementMetric(registry);
   const requestDuration = new Histogram({
     name: 'gatehook_http_request_duration_seconds',
     help: 'API request duration by route and status',
@@ -60,6 +74,9 @@ export function createApp(deps: AppDeps): Express {
     labelNames: ['outcome', 'source'],
     registers: [registry],
   });
+
+  // The gateway's hot path, ahead of every middleware below (CONTRACT 8; docs/rate-limits.md "The check path").
+  app.post('/rate-limits/check', checkPath({ keys: deps.apiKeys, limiter: deps.limiter, decisions }));
 
   app.use((req, res, next) => {
     const started = process.hrtime.bigint();
@@ -76,11 +93,14 @@ export function createApp(deps: AppDeps): Express {
   app.use('/audit-events', express.json({ limit: '5mb', type: jsonTypes }));
   app.use(express.json({ limit: '1mb', type: jsonTypes }));
 
+  const hooks = commitHooks({ redis: deps.redis, prefix: deps.config.REDIS_PREFIX, queues: deps.queues, logger: deps.logger });
   const routes: AnyRoute[] = [
     ...healthRoutes(deps.db, deps.redis),
     ...eventTypeRoutes(),
+    ...destinationRoutes(),
     ...auditEventRoutes({ db: deps.db, queues: deps.queues, logger: deps.logger }),
     ...deliveryRoutes({ db: deps.db, box: deps.box, queues: deps.queues, send: deps.send }),
+    ...taskRoutes({ db: deps.db, queues: deps.queues, retentionDays: deps.config.DELIVERY_RETENTION_DAYS }),
     ...notificationRoutes(deps.db),
     ...webhookRoutes({
       db: deps.db,
@@ -88,20 +108,36 @@ export function createApp(deps: AppDeps): Express {
       egressAllow: parseCidrList(deps.config.EGRESS_ALLOW_CIDRS),
       rotationOverlapSeconds: deps.config.SECRET_ROTATION_OVERLAP_SECONDS,
       ...(deps.lookup ? { lookup: deps.lookup } : {}),
+      hooks,
     }),
     ...rateLimitCheckRoutes({ limiter: deps.limiter, decisions }),
-    ...rateLimitRuleRoutes({ db: deps.db, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, logger: deps.logger }),
+    ...rateLimitRuleRoutes({ db: deps.db, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, logger: deps.logger, hooks }),
   ];
   const openapi = buildOpenApi(routes, GATEHOOK_VERSION);
   app.get('/openapi.json', (_req, res) => {
     res.json(openapi);
   });
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', async (req, res) => {
+    if (!metricsAuthorised(req.headers.authorization, deps.config.METRICS_TOKEN)) {
+      throw new AppError('unauthorized', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>');
+    }
     res.set('content-type', registry.contentType).send(await registry.metrics());
   });
 
+  app.use('/console', consoleRouter());
+  // Management throttling counts where rule counters do: in Redis when they are shared, else in this process
+  // (its own memory store, so that tool-key floods of an organisation cannot evict its keys' throttle counters).
+  const throttle =
+    deps.config.API_RATE_LIMIT_PER_SECOND > 0
+      ? new ManagementThrottle({
+          perSecond: deps.config.API_RATE_LIMIT_PER_SECOND,
+          burst: deps.config.API_RATE_LIMIT_BURST,
+          store: deps.limiter.store.kind === 'redis' ? deps.limiter.store : new MemoryCounterStore(),
+          logger: deps.logger,
+        })
+      : null;
   const router = express.Router();
-  mountRoutes(router, deps.db, routes);
+  mountRoutes(router, deps.apiKeys, throttle, routes);
   app.use(router);
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));

@@ -1,10 +1,14 @@
 import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
 import { z } from 'zod';
+import type { Config } from '@gatehook/core/config';
+import { within } from '@gatehook/core/readiness';
 import { parsePermissions, ROLES } from '@gatehook/core/api-keys';
 import { issueApiKey, revokeApiKey } from '@gatehook/db/api-keys';
 import { createDb } from '@gatehook/db/client';
 import { applyMigrations } from '@gatehook/db/migrate';
 import { loadConfig } from './env';
+import { announceApiKeyChange } from './http/api-keys';
 
 const USAGE = `usage:
   gatehook keys create --org <uuid> --name <text> --role admin|member [--permissions a,b]
@@ -19,6 +23,22 @@ const createOptions = z.object({
   role: z.enum(ROLES, '--role must be admin or member'),
   permissions: z.string().default(''),
 });
+
+/**
+ * Tells every API process to forget the key at once (they cache verified keys). The revocation is committed
+ * either way: when Redis cannot be reached, processes stop accepting the key within API_KEY_CACHE_TTL_MS.
+ */
+async function announceRevocation(config: Config, keyHash: string): Promise<void> {
+  const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  redis.on('error', () => undefined);
+  try {
+    await within(redis.connect().then(() => announceApiKeyChange(redis, config.REDIS_PREFIX, [keyHash])), 5_000);
+  } catch {
+    process.stderr.write(`warning: the revocation could not be announced through Redis; API processes stop accepting the key within ${config.API_KEY_CACHE_TTL_MS} ms\n`);
+  } finally {
+    redis.disconnect();
+  }
+}
 
 async function run(argv: string[]): Promise<string | undefined> {
   const [group, command, ...rest] = argv;
@@ -53,7 +73,9 @@ async function run(argv: string[]): Promise<string | undefined> {
     }
     const id = rest[0];
     if (!id || rest.length !== 1 || !z.uuid().safeParse(id).success) throw new UsageError(`revoke takes one key id (uuid)\n${USAGE}`);
-    if (!(await revokeApiKey(db, id))) throw new UsageError(`no API key with id ${id}`);
+    const revoked = await revokeApiKey(db, id);
+    if (!revoked) throw new UsageError(`no API key with id ${id}`);
+    await announceRevocation(config, revoked.keyHash);
     return JSON.stringify({ id, revoked: true });
   } finally {
     await db.$disconnect();

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
+import { InvalidationBus } from '@gatehook/cache/invalidation';
 import { SecretBox } from '@gatehook/core/encryption';
 import { createLogger } from '@gatehook/core/logger';
 import { runService, type RunningService, closeRedis } from '@gatehook/core/service';
@@ -7,6 +8,7 @@ import { createDb } from '@gatehook/db/client';
 import { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createApp } from './app';
+import { startApiKeyCache } from './http/api-keys';
 import { startConfiguredRateLimiter } from './services/rate-limit-check';
 import { loadConfig } from './env';
 
@@ -22,9 +24,14 @@ async function main(): Promise<RunningService> {
   producer.on('error', () => undefined);
   const queues = new DeliveryQueues(producer, config.REDIS_PREFIX);
   const egress = egressClientFromConfig(config);
-  const rateLimiting = await startConfiguredRateLimiter(config, db, { queues, logger });
+  // One subscriber connection for every cache of the process (API keys, rate limit rules).
+  const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+  subscriber.on('error', () => undefined);
+  const bus = new InvalidationBus(subscriber, config.REDIS_PREFIX);
+  const apiKeys = await startApiKeyCache(config, db, bus);
+  const rateLimiting = await startConfiguredRateLimiter(config, db, { queues, logger, bus });
   const app = createApp({
-    config, db, redis, queues, logger,
+    config, db, redis, queues, logger, apiKeys,
     limiter: rateLimiting.limiter,
     box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY),
     send: (request) => egress.send(request),
@@ -42,6 +49,7 @@ async function main(): Promise<RunningService> {
       server.closeIdleConnections();
       await once(server, 'close').catch(() => undefined);
       await Promise.allSettled([queues.close(), egress.close(), rateLimiting.close()]);
+      subscriber.disconnect();
       await Promise.allSettled([db.$disconnect(), closeRedis(redis), closeRedis(producer)]);
     },
   };

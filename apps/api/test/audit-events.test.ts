@@ -22,7 +22,7 @@ describe('POST /audit-events', () => {
     const row = await api.db.auditEvent.findUniqueOrThrow({ where: { orgId_id: { orgId: org.orgId, id: r.body.ids[0] } } });
     expect(row).toMatchObject({
       action: 'policy.created', actorType: 'user', actorDisplayName: 'Ada', resources: { mcp_slug: 'github' },
-      context: { ip: '10.1.2.3', trace_id: 't-1' }, changes: [{ field: 'x', old: 1, new: 2 }], fannedOutAt: null,
+      context: { ip: '10.1.2.3', trace_id: 't-1' }, changes: [{ field: 'x', old: 1, new: 2 }],
     });
     expect(Math.abs(row.createdAt.getTime() - Date.now())).toBeLessThan(10_000);
   });
@@ -106,8 +106,9 @@ describe('ingestAuditEvents (library entry point)', () => {
   it('commits events without a queue, for an in-process gateway (the reconciler fans them out: see the chaos suite)', async () => {
     const result = await ingestAuditEvents({ db: api.db }, org.orgId, [auditEvent() as never, auditEvent() as never]);
     expect(result.accepted).toBe(2);
-    const rows = await api.db.auditEvent.findMany({ where: { orgId: org.orgId, id: { in: result.ids } } });
-    expect(rows.map((r) => r.fannedOutAt)).toEqual([null, null]);
+    expect(await api.db.auditEvent.count({ where: { orgId: org.orgId, id: { in: result.ids } } })).toBe(2);
+    // Committed with their fan-out rows: the reconciler will hand them to fan-out.
+    expect(await api.db.pendingFanout.count({ where: { orgId: org.orgId, eventId: { in: result.ids } } })).toBe(2);
   });
 
   it('answers 503 when Postgres is unreachable, having recorded nothing', async () => {

@@ -1,4 +1,6 @@
 import { compileCallCondition } from '@gatehook/conditions/call-condition';
+import { randomUUID } from 'node:crypto';
+import { RULE_LIMITS } from '@gatehook/core/rate-limit-rule-schema';
 import { createTestOrg, startTestApi, type TestApi, type TestOrg } from '@gatehook/testkit/api';
 
 let api: TestApi;
@@ -54,6 +56,7 @@ const fieldRules: [string, Record<string, unknown>, string][] = [
   ['a bad uuid in scope.user_ids', scope({ user_ids: ['not-a-uuid'] }), 'scope.user_ids.0'],
   ['a bad uuid in scope.mcp_tag_ids', scope({ mcp_tag_ids: ['6a0e0d7c-0000-4000-8000-000000000001', '42'] }), 'scope.mcp_tag_ids.1'],
   ['an empty string in scope.tool_patterns', scope({ tool_patterns: ['github.*', ''] }), 'scope.tool_patterns.1'],
+  ['51 patterns in scope.tool_patterns (50 per rule)', scope({ tool_patterns: Array.from({ length: 51 }, (_, i) => `tool-${i}.*`) }), 'scope.tool_patterns'],
   ['scope.groups not an array', scope({ groups: 'ops' }), 'scope.groups'],
   ['scope.condition not a string', scope({ condition: true }), 'scope.condition'],
   ['scope.condition of 1025 characters', scope({ condition: longCondition }), 'scope.condition'],
@@ -145,6 +148,34 @@ describe('422 validation_error per field rule', () => {
     expect(r.status).toBe(422);
     expect((await api.call('GET', `/rate-limits/rules/${ruleId}`, { key: org.admin })).body).toEqual(stored);
     expect(await api.db.auditEvent.count({ where: { orgId: org.orgId, resourceId: ruleId } })).toBe(before);
+  });
+});
+
+describe('422 past the active rules of an organisation (RULE_LIMITS.activeRulesPerOrganisation)', () => {
+  it('refuses the 101st active rule on status, whether created or enabled, and counts no disabled rule', async () => {
+    const capped = await createTestOrg(api.db);
+    // 100 active rules, inserted directly: the limit, not the route, is under test here.
+    await api.db.rateLimitRule.createMany({
+      data: Array.from({ length: RULE_LIMITS.activeRulesPerOrganisation }, (_, i) => ({
+        id: randomUUID(), orgId: capped.orgId, name: `r${i}`, status: 'active' as const, scope: { type: 'mcp_tool_call' },
+        keyBy: ['org'], limit: 10, windowSeconds: 60, burst: 1, action: 'deny' as const,
+      })),
+    });
+    const refused = await api.call('POST', '/rate-limits/rules', { key: capped.admin, body: base });
+    expect(refused.status).toBe(422);
+    expectErrorShape(refused.body, 'validation_error');
+    expect(pathsOf(refused.body)).toEqual(['status']);
+    expect(refused.body.error.details[0].message).toMatch(/at most 100 active rules/);
+
+    // A disabled rule may still be created, but not enabled while the cap is reached.
+    const disabled = await api.call('POST', '/rate-limits/rules', { key: capped.admin, body: { ...base, status: 'disabled' } });
+    expect(disabled.status).toBe(201);
+    const enabled = await api.call('PATCH', `/rate-limits/rules/${disabled.body.id}`, { key: capped.admin, body: { status: 'active' } });
+    expect(enabled.status).toBe(422);
+    expect(pathsOf(enabled.body)).toEqual(['status']);
+
+    // Another organisation is not affected.
+    expect((await api.call('POST', '/rate-limits/rules', { key: org.admin, body: base })).status).toBe(201);
   });
 });
 

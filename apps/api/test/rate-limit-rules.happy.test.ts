@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { invalidationChannel } from '@gatehook/cache/invalidation';
+import { RULES_TOPIC } from '@gatehook/ratelimit/rule-cache';
 import { Redis } from 'ioredis';
 import { createTestOrg, startTestApi, type TestApi, type TestOrg } from '@gatehook/testkit/api';
 
@@ -293,8 +295,9 @@ describe('rule changes are announced on the invalidation channel', () => {
     const messages: { channel: string; message: string }[] = [];
     subscriber.on('message', (channel: string, message: string) => messages.push({ channel, message }));
     try {
-      await subscriber.subscribe(`${api.config.REDIS_PREFIX}:rate-limit-rules`);
-      const expected = (n: number) => Array.from({ length: n }, () => ({ channel: `${api.config.REDIS_PREFIX}:rate-limit-rules`, message: org.orgId }));
+      const channel = invalidationChannel(api.config.REDIS_PREFIX, RULES_TOPIC);
+      await subscriber.subscribe(channel);
+      const expected = (n: number) => Array.from({ length: n }, () => ({ channel, message: org.orgId }));
 
       const created = await create();
       await until(() => messages.length >= 1);

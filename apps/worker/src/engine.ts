@@ -1,17 +1,21 @@
 import { closeRedis } from '@gatehook/core/service';
-import { DelayedError, Worker, type Job } from 'bullmq';
+import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Config } from '@gatehook/core/config';
 import type { SecretBox } from '@gatehook/core/encryption';
 import type { Logger } from '@gatehook/core/logger';
 import type { Db } from '@gatehook/db/client';
-import { attemptDelivery, OriginLimiter, type AttemptDeps } from '@gatehook/delivery/attempt';
-import { ConditionCache } from '@gatehook/conditions/event-condition';
-import { fanOut, flushBatch, type FanoutDeps } from '@gatehook/delivery/fanout';
-import { conditionMatcher, webhookRenderers } from '@gatehook/delivery/rendering';
+import { InvalidationBus, publishInvalidation } from '@gatehook/cache/invalidation';
+import { sqlPool } from '@gatehook/db/client';
+import { AttemptRunner, OriginLimiter, type AttemptDeps } from '@gatehook/delivery/attempt';
+import { flushBatch } from '@gatehook/delivery/batching';
+import { LocalDispatcher } from '@gatehook/delivery/dispatch';
+import { fanOut, type EngineContext } from '@gatehook/delivery/fanout';
 import { DeliveryQueues, JOBS } from '@gatehook/delivery/jobs';
+import { WEBHOOKS_TOPIC, WebhookConfigs } from '@gatehook/delivery/webhook-configs';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics';
+import { createTaskWorker } from './processors/tasks';
 import { startReconciler } from './reconciler';
 import { sweepRetention } from './retention';
 
@@ -46,31 +50,31 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
   // Producers fail fast when Redis is down (the reconciler covers what they could not enqueue); workers wait.
   const producer = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: true });
   const workerConnection = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
-  for (const connection of [producer, workerConnection]) {
+  const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+  for (const connection of [producer, workerConnection, subscriber]) {
     connection.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
   }
   const queues = new DeliveryQueues(producer, prefix);
   const metrics = createWorkerMetrics(queues);
   const egress = egressClientFromConfig(config);
 
-  const conditions = new ConditionCache({
-    onInvalid: (webhookId, issues) =>
-      logger.warn({ webhookId, issues: issues.map((i) => i.message) }, 'stored condition no longer compiles; the webhook matches nothing until it is fixed'),
-  });
-  const fanoutDeps: FanoutDeps = {
+  const bus = new InvalidationBus(subscriber, prefix);
+  const configs = new WebhookConfigs(db, box, { logger });
+  await configs.follow(bus);
+  const context: EngineContext = {
     db,
+    pool: sqlPool(db),
     box,
     queues,
+    configs,
+    announce: (orgId) => publishInvalidation(producer, prefix, WEBHOOKS_TOPIC, [orgId]),
     batchLingerMs: config.BATCH_LINGER_MS,
-    renderer: webhookRenderers(box),
-    matcher: conditionMatcher(conditions),
+    logger,
   };
   const attemptDeps: AttemptDeps = {
-    db,
-    box,
-    queues,
+    ...context,
     send: (request) => egress.send(request),
-    limiter: new OriginLimiter(config.DELIVERY_ORIGIN_CONCURRENCY),
+    limiter: new OriginLimiter(config.DELIVERY_ORIGIN_CONCURRENCY, 100_000, config.DELIVERY_CONCURRENCY),
     retrySchedule: config.DELIVERY_RETRY_SCHEDULE,
     retryAfterCapSeconds: config.RETRY_AFTER_CAP_SECONDS,
     circuitBreakerSeconds: config.CIRCUIT_BREAKER_SECONDS,
@@ -78,6 +82,10 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     onAttempt: ({ durationMs, statusCode, error }) => metrics.attempts.observe({ result: resultClass(statusCode, error) }, durationMs / 1000),
     onFinished: (outcome) => metrics.deliveries.inc({ outcome }),
   };
+  const runner = new AttemptRunner(attemptDeps);
+  // Fresh deliveries start in the process that fanned them out (one chunk per delivery slot at most).
+  const dispatcher = new LocalDispatcher(runner, queues, config.DELIVERY_CONCURRENCY, logger);
+  context.local = dispatcher;
 
   const common = { connection: workerConnection, prefix };
   const workers = [
@@ -85,32 +93,39 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
       'fanout',
       async (job: Job) => {
         const { orgId, eventIds } = JOBS.fanout.parse(job.data);
-        return fanOut(fanoutDeps, orgId, eventIds);
+        return fanOut(context, orgId, eventIds);
       },
       { ...common, concurrency: 4 },
     ),
     new Worker(
       'batch',
       async (job: Job) => {
-        const { webhookId } = JOBS.batch.parse(job.data);
-        return flushBatch(fanoutDeps, webhookId);
+        const { webhookId, orgId } = JOBS.batch.parse(job.data);
+        return flushBatch(context, webhookId, orgId);
       },
       { ...common, concurrency: 4 },
     ),
     new Worker(
       'deliver',
-      async (job: Job, token?: string) => {
-        const { deliveryId } = JOBS.deliver.parse(job.data);
-        const outcome = await attemptDelivery(attemptDeps, deliveryId);
-        if (outcome.kind === 'origin_busy') {
-          // Hand the slot back instead of waiting on a saturated origin.
-          await job.moveToDelayed(outcome.retryAt.getTime(), token);
-          throw new DelayedError();
-        }
-        return outcome;
+      async (job: Job) => {
+        const { deliveryIds } = JOBS.deliver.parse(job.data);
+        const outcome = await runner.run(deliveryIds);
+        // Deliveries turned away by a saturated origin come back shortly as jobs of their own, holding no slot.
+        await queues.deliverMany(outcome.busy.map((b) => ({ id: b.id, dueAt: b.retryAt })));
+        return { sent: outcome.sent, skipped: outcome.skipped, cancelled: outcome.cancelled, busy: outcome.busy.length };
       },
       // The lock outlasts the request timeout, so a job is never considered stalled while its request runs.
       { ...common, concurrency: config.DELIVERY_CONCURRENCY, lockDuration: config.DELIVERY_TIMEOUT_MS + 5_000 },
+    ),
+    createTaskWorker(
+      {
+        ...context,
+        pageSize: config.TASK_PAGE_SIZE,
+        maxBacklog: config.TASK_MAX_BACKLOG,
+        leaseMs: config.TASK_LEASE_MS,
+        onUnexpectedError: (taskId, error) => logger.error({ taskId, err: (error as Error).message }, 'task step failed'),
+      },
+      common,
     ),
   ];
   for (const worker of workers) {
@@ -142,8 +157,10 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
         clearInterval(retentionTimer);
         await reconciler.stop();
         await Promise.allSettled(workers.map((w) => w.close()));
+        await dispatcher.close();
         await egress.close();
         await queues.close();
+        await bus.close();
         await Promise.allSettled([closeRedis(producer), closeRedis(workerConnection)]);
       })();
       return closing;

@@ -1,11 +1,14 @@
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
+import { metricsAuthorised } from '@gatehook/core/metrics-auth';
 import { probe } from '@gatehook/core/readiness';
 
 export interface WorkerHttpDeps {
   /** Readiness checks (Postgres, Redis); each must settle quickly. */
   checks: Record<string, () => Promise<unknown>>;
   metrics?: Registry;
+  /** METRICS_TOKEN: when set, /metrics needs `Authorization: Bearer <token>`. */
+  metricsToken?: string | undefined;
 }
 
 /** The worker's operations endpoints: /healthz (alive), /readyz (dependencies reachable), /metrics. */
@@ -23,6 +26,9 @@ export function createWorkerServer(deps: WorkerHttpDeps): Server {
       return;
     }
     if (path === '/metrics' && deps.metrics) {
+      if (!metricsAuthorised(req.headers.authorization, deps.metricsToken)) {
+        return send(401, { error: { code: 'unauthorized', message: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>' } });
+      }
       const registry = deps.metrics;
       void registry.metrics().then(
         (text) => {

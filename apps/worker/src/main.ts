@@ -21,6 +21,7 @@ async function main(): Promise<RunningService> {
   const server = createWorkerServer({
     checks: { postgres: () => db.$queryRaw`SELECT 1`, redis: () => redis.ping() },
     metrics: engine.metrics.registry,
+    metricsToken: config.METRICS_TOKEN,
   });
   server.listen(config.WORKER_PORT);
   await once(server, 'listening');

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { registerStatementMetric } from '@gatehook/db/metrics';
 import type { DeliveryQueues, JobName } from '@gatehook/delivery/jobs';
 
 export interface WorkerMetrics {
@@ -36,12 +37,13 @@ export function createWorkerMetrics(queues: DeliveryQueues): WorkerMetrics {
     labelNames: ['queue', 'state'],
     registers: [registry],
     async collect() {
-      for (const name of ['fanout', 'batch', 'deliver'] as JobName[]) {
+      for (const name of ['fanout', 'batch', 'deliver', 'task'] as JobName[]) {
         const counts = await queues.queue(name).getJobCounts('waiting', 'active', 'delayed', 'failed').catch(() => null);
         if (!counts) continue;
         for (const [state, value] of Object.entries(counts)) this.set({ queue: name, state }, value);
       }
     },
   });
+  registerStatementMetric(registry);
   return { registry, deliveries, attempts, reenqueued };
 }

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '@gatehook/core/logger';
 import type { Db } from '@gatehook/db/client';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
+import { reconcileTasks } from './processors/tasks';
 
 export interface ReconcilerDeps {
   db: Db;
@@ -32,17 +33,17 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: num
   // A new job id each interval: a copy of a lost job must not be deduplicated against a failed one left in Redis.
   const round = `r${Math.floor(now / deps.intervalMs)}`;
 
-  const events = await deps.db.auditEvent.findMany({
-    where: { fannedOutAt: null, receivedAt: { lt: new Date(now - grace.eventsMs) } },
-    select: { orgId: true, id: true },
+  const events = await deps.db.pendingFanout.findMany({
+    where: { receivedAt: { lt: new Date(now - grace.eventsMs) } },
+    select: { orgId: true, eventId: true },
     orderBy: { receivedAt: 'asc' },
     take: LIMIT,
   });
   const byOrg = new Map<string, string[]>();
   for (const e of events) {
     const ids = byOrg.get(e.orgId);
-    if (ids) ids.push(e.id);
-    else byOrg.set(e.orgId, [e.id]);
+    if (ids) ids.push(e.eventId);
+    else byOrg.set(e.orgId, [e.eventId]);
   }
   for (const [orgId, ids] of byOrg) await deps.queues.fanout(orgId, ids, { dedupe: true });
 
@@ -65,6 +66,7 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: num
     take: LIMIT,
   });
   for (const b of batches) await deps.queues.flushBatch(b.webhookId, 0, round);
+  await reconcileTasks(deps, now, round, grace.eventsMs);
 
   const counts = { events: events.length, deliveries: deliveries.length, batches: batches.length };
   if (counts.events) deps.onReenqueued?.('events', counts.events);

@@ -18,7 +18,8 @@ export async function sweepRetention(db: Db, retentionDays: number, logger?: Log
   }
   for (;;) {
     const n = await db.$executeRaw`DELETE FROM audit_events WHERE (org_id, id) IN (
-      SELECT org_id, id FROM audit_events WHERE created_at < ${horizon} AND fanned_out_at IS NOT NULL LIMIT ${CHUNK})`;
+      SELECT e.org_id, e.id FROM audit_events e WHERE e.created_at < ${horizon}
+        AND NOT EXISTS (SELECT 1 FROM pending_fanout p WHERE p.org_id = e.org_id AND p.event_id = e.id) LIMIT ${CHUNK})`;
     events += n;
     if (n < CHUNK) break;
   }

@@ -8,9 +8,9 @@ import { startPostgresServer, startRedisServer, startServiceProcess, type Postgr
 import { startReceiver, testCa, type TestReceiver } from '@gatehook/testkit/receiver';
 import { auditEvent } from '@gatehook/testkit/stack';
 
-// Chaos at a CI-friendly size: real API and worker processes, a private Redis server, and a receiver that
-// counts event ids. `pnpm test:chaos` runs only these. Each scenario prints its lost and duplicated counts.
-const EVENTS = Number(process.env.CHAOS_EVENTS ?? 150);
+// Chaos at 2,000 events a scenario (CHAOS_EVENTS changes it): real API and worker processes, a private Redis
+// server, and a receiver that counts event ids. `pnpm test:chaos` runs only these. Each scenario prints its lost and duplicated counts.
+const EVENTS = Number(process.env.CHAOS_EVENTS ?? 2000);
 const BATCH = 10;
 /** No ingestion request may take longer than this, whatever is broken behind the API. */
 const ANSWER_BOUND_MS = 10_000;

@@ -96,9 +96,9 @@ describe('batching (SPEC 6.5)', () => {
   it('a paused webhook drops its batch buffer', async () => {
     const r = await stack.receiver();
     const hook = await stack.webhook(r, { format: 'array', max_events: 50, events: ['policy.created'] });
-    await stack.ingest([auditEvent(), auditEvent()]);
+    const ids = await stack.ingest([auditEvent(), auditEvent()]);
     await stack.api.call('POST', `/webhooks/${hook.id}/pause`, { key: stack.org.admin });
-    await new Promise((res) => setTimeout(res, 1000));
+    await stack.settle(ids);
     expect(r.requests).toHaveLength(0);
     expect(await stack.api.db.batchItem.count({ where: { webhookId: hook.id } })).toBe(0);
   });

@@ -31,10 +31,11 @@ describe('retention sweep', () => {
     const pendingOldEvent = randomUUID();
     await db.auditEvent.createMany({
       data: [
-        { orgId: stack.org.orgId, id: oldEvent, action: 'tag.created', actorType: 'user', createdAt: old, fannedOutAt: old },
-        { orgId: stack.org.orgId, id: pendingOldEvent, action: 'tag.created', actorType: 'user', createdAt: old, fannedOutAt: null },
+        { orgId: stack.org.orgId, id: oldEvent, action: 'tag.created', actorType: 'user', createdAt: old },
+        { orgId: stack.org.orgId, id: pendingOldEvent, action: 'tag.created', actorType: 'user', createdAt: old },
       ],
     });
+    await db.pendingFanout.create({ data: { orgId: stack.org.orgId, eventId: pendingOldEvent, receivedAt: old } });
 
     const swept = await sweepRetention(db, 30);
     expect(swept.deliveries).toBeGreaterThanOrEqual(1);

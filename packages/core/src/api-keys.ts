@@ -14,6 +14,9 @@ export type Role = (typeof ROLES)[number];
 
 const KEY_PATTERN = /^ghk_[A-Za-z0-9_-]{43}$/;
 
+/** The invalidation topic of cached API keys (packages/cache): its keys are key hashes, never keys. */
+export const API_KEYS_TOPIC = 'api-keys';
+
 /** A new API key: `ghk_` followed by 43 base64url characters (32 random bytes). */
 export function generateApiKey(): string {
   return `ghk_${randomBytes(32).toString('base64url')}`;

@@ -3,7 +3,7 @@ import { generateEncryptionKey } from '@gatehook/core/encryption';
 
 describe('parseConfig', () => {
   it('applies the contract defaults', () => {
-    const config = parseConfig({});
+    const config = parseConfig({ NODE_ENV: 'development' });
     expect(config.DATABASE_URL).toBe('postgresql://postgres@127.0.0.1:5432/gatehook');
     expect(config.REDIS_URL).toBe('redis://127.0.0.1:6379');
     expect(config.PORT).toBe(3000);
@@ -48,5 +48,21 @@ describe('parseConfig', () => {
   it('requires a real key in production and validates key length', () => {
     expect(() => parseConfig({ NODE_ENV: 'production' })).toThrow(/GATEHOOK_ENCRYPTION_KEY: required/);
     expect(() => parseConfig({ GATEHOOK_ENCRYPTION_KEY: 'c2hvcnQ=' })).toThrow(/32 bytes/);
+  });
+
+  it('refuses the development key when NODE_ENV is unset or empty: unset counts as production', () => {
+    for (const env of [{}, { NODE_ENV: '' }]) {
+      expect(() => parseConfig(env)).toThrow(/GATEHOOK_ENCRYPTION_KEY: required unless NODE_ENV is development or test \(NODE_ENV is not set/);
+    }
+    const key = generateEncryptionKey();
+    const config = parseConfig({ GATEHOOK_ENCRYPTION_KEY: key });
+    expect(config.NODE_ENV).toBe('production');
+    expect(config.startupWarnings.join(' ')).not.toMatch(/DEVELOPMENT key/);
+  });
+
+  it('uses the development key only when NODE_ENV is explicitly development or test', () => {
+    for (const NODE_ENV of ['development', 'test']) {
+      expect(parseConfig({ NODE_ENV }).GATEHOOK_ENCRYPTION_KEY).toBe(DEVELOPMENT_ENCRYPTION_KEY);
+    }
   });
 });

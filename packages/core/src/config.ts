@@ -1,6 +1,10 @@
 import { z } from 'zod';
+import { MIN_METRICS_TOKEN_LENGTH } from './metrics-auth';
 
-/** Fixed key used only outside production so that `pnpm start` works on a fresh machine; never for real data. */
+/**
+ * Fixed key used only when NODE_ENV is explicitly `development` or `test`, so that `pnpm start` (which sets
+ * `development` when NODE_ENV is unset) works on a fresh machine; never for real data.
+ */
 export const DEVELOPMENT_ENCRYPTION_KEY = 'Z2F0ZWhvb2stZGV2ZWxvcG1lbnQta2V5LW5vdC1zZWM=';
 
 const integer = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
@@ -18,7 +22,8 @@ const retrySchedule = z
   });
 
 const envSchema = z.object({
-  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  // Unset is treated as production: a deployment that forgot NODE_ENV must not fall back to the development key.
+  NODE_ENV: z.enum(['development', 'test', 'production']).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DATABASE_URL: z.string().min(1).default('postgresql://postgres@127.0.0.1:5432/gatehook'),
   REDIS_URL: z.string().min(1).default('redis://127.0.0.1:6379'),
@@ -41,12 +46,29 @@ const envSchema = z.object({
   RETRY_AFTER_CAP_SECONDS: integer(0).default(3600),
   EGRESS_ALLOW_CIDRS: z.string().default(''),
   EGRESS_EXTRA_CA_FILE: z.string().default(''),
+  /** Recover/replay (CONTRACT 11): items per step, the webhook's due backlog a step waits under, a step's lease. */
+  TASK_PAGE_SIZE: integer(1, 1000).default(100),
+  TASK_MAX_BACKLOG: integer(1, 100_000).default(20),
+  TASK_LEASE_MS: integer(1000, 600_000).default(30_000),
   RATE_LIMIT_STORE: z.enum(['memory', 'redis']).default('memory'),
   RATE_LIMIT_FAIL_MODE: z.enum(['open', 'closed']).default('open'),
   RATE_LIMIT_REDIS_TIMEOUT_MS: integer(1, 10_000).default(250),
+  /** When set, GET /metrics (API and worker) needs `Authorization: Bearer <METRICS_TOKEN>`. */
+  METRICS_TOKEN: z.string().min(MIN_METRICS_TOKEN_LENGTH, `must be at least ${MIN_METRICS_TOKEN_LENGTH} characters`).optional(),
+  /** Memory store: most live counters of one organisation (it evicts only its own past this) and of the process. */
+  RATE_LIMIT_MEMORY_COUNTERS_PER_ORG: integer(1).default(100_000),
+  RATE_LIMIT_MEMORY_COUNTERS: integer(1).default(1_000_000),
+  /** Management API throttling per API key (CONTRACT 14); 0 turns it off. */
+  API_RATE_LIMIT_PER_SECOND: integer(0, 1_000_000).default(50),
+  API_RATE_LIMIT_BURST: integer(1, 1_000_000).default(200),
+  /** Verified API keys cached per process (by hash); revocations reach every process through Redis at once. */
+  API_KEY_CACHE_MAX: integer(1).default(10_000),
+  /** Backstop when a revocation message is lost (Redis down): a cached key is checked again at least this often. */
+  API_KEY_CACHE_TTL_MS: integer(100, 3_600_000).default(30_000),
 });
 
-export type Config = Omit<z.output<typeof envSchema>, 'GATEHOOK_ENCRYPTION_KEY'> & {
+export type Config = Omit<z.output<typeof envSchema>, 'GATEHOOK_ENCRYPTION_KEY' | 'NODE_ENV'> & {
+  NODE_ENV: 'development' | 'test' | 'production';
   GATEHOOK_ENCRYPTION_KEY: string;
   /** Warnings to log once at start-up (development key in use, egress exemptions). */
   startupWarnings: string[];
@@ -69,9 +91,14 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   const parsed = result.data;
   const startupWarnings: string[] = [];
   let key = parsed.GATEHOOK_ENCRYPTION_KEY;
+  const nodeEnv = parsed.NODE_ENV ?? 'production';
   if (!key) {
-    if (parsed.NODE_ENV === 'production') {
-      throw new ConfigError('invalid configuration:\n  GATEHOOK_ENCRYPTION_KEY: required when NODE_ENV=production');
+    if (nodeEnv === 'production') {
+      throw new ConfigError(
+        'invalid configuration:\n  GATEHOOK_ENCRYPTION_KEY: required unless NODE_ENV is development or test ' +
+          `(NODE_ENV is ${parsed.NODE_ENV === undefined ? 'not set, which counts as production' : 'production'}); ` +
+          'the development key is never used implicitly',
+      );
     }
     key = DEVELOPMENT_ENCRYPTION_KEY;
     startupWarnings.push(
@@ -92,5 +119,5 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
         'This is for development and tests only.',
     );
   }
-  return { ...parsed, GATEHOOK_ENCRYPTION_KEY: key, startupWarnings };
+  return { ...parsed, NODE_ENV: nodeEnv, GATEHOOK_ENCRYPTION_KEY: key, startupWarnings };
 }

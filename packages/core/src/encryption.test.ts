@@ -1,4 +1,4 @@
-import { SecretBox, generateEncryptionKey } from '@gatehook/core/encryption';
+import { AUTH_TAG_BYTES, SecretBox, generateEncryptionKey } from '@gatehook/core/encryption';
 
 describe('SecretBox', () => {
   const k1 = generateEncryptionKey();
@@ -30,6 +30,21 @@ describe('SecretBox', () => {
     const token = box.encrypt('value');
     const last = token.at(-2) === 'A' ? 'B' : 'A';
     expect(() => box.decrypt(token.slice(0, -2) + last + token.slice(-1))).toThrow();
+  });
+
+  it('refuses a truncated authentication tag (AUTH_TAG_BYTES = 16, no shorter tag accepted)', () => {
+    expect(AUTH_TAG_BYTES).toBe(16);
+    const box = new SecretBox(k1);
+    const [format, keyId, payload] = box.encrypt('').split('.');
+    const sealed = Buffer.from(payload!, 'base64url');
+    expect(sealed).toHaveLength(12 + AUTH_TAG_BYTES);
+    // Every cut of the tag, down to GCM's 4-byte minimum and below, is refused.
+    for (let cut = 1; cut <= sealed.length; cut++) {
+      const token = `${format}.${keyId}.${sealed.subarray(0, sealed.length - cut).toString('base64url')}`;
+      expect(() => box.decrypt(token)).toThrow();
+    }
+    const fourByteTag = `${format}.${keyId}.${sealed.subarray(0, 16).toString('base64url')}`;
+    expect(() => box.decrypt(fourByteTag)).toThrow(/truncated/);
   });
 
   it('refuses keys that are not 32 bytes', () => {

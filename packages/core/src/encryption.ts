@@ -2,6 +2,12 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 
 const FORMAT = 'gh1';
 
+/** GCM nonce length. */
+const IV_BYTES = 12;
+
+/** GCM tag length: every token carries the full 16-byte tag, and decryption accepts no shorter one. */
+export const AUTH_TAG_BYTES = 16;
+
 interface Key {
   id: string;
   bytes: Buffer;
@@ -33,8 +39,8 @@ export class SecretBox {
   /** Encrypts a UTF-8 string or bytes into a self-describing text token. */
   encrypt(plain: string | Buffer): string {
     const key = this.keys[0]!;
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', key.bytes, iv);
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', key.bytes, iv, { authTagLength: AUTH_TAG_BYTES });
     const data = Buffer.concat([cipher.update(plain), cipher.final()]);
     const sealed = Buffer.concat([iv, data, cipher.getAuthTag()]);
     return `${FORMAT}.${key.id}.${sealed.toString('base64url')}`;
@@ -47,11 +53,13 @@ export class SecretBox {
     const key = this.keys.find((k) => k.id === keyId);
     if (!key) throw new Error(`no configured encryption key matches key id ${keyId}`);
     const sealed = Buffer.from(payload, 'base64url');
-    const iv = sealed.subarray(0, 12);
-    const tag = sealed.subarray(sealed.length - 16);
-    const decipher = createDecipheriv('aes-256-gcm', key.bytes, iv);
+    // GCM would accept a tag cut to as little as 4 bytes, which a forger can guess; ours are always 16.
+    if (sealed.length < IV_BYTES + AUTH_TAG_BYTES) throw new Error('encrypted value is truncated');
+    const iv = sealed.subarray(0, IV_BYTES);
+    const tag = sealed.subarray(sealed.length - AUTH_TAG_BYTES);
+    const decipher = createDecipheriv('aes-256-gcm', key.bytes, iv, { authTagLength: AUTH_TAG_BYTES });
     decipher.setAuthTag(tag);
-    return Buffer.concat([decipher.update(sealed.subarray(12, sealed.length - 16)), decipher.final()]);
+    return Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, sealed.length - AUTH_TAG_BYTES)), decipher.final()]);
   }
 
   /** Decrypts a token made by encrypt() into a UTF-8 string. */

@@ -9,6 +9,7 @@ describe('event catalogue', () => {
       'policy.deleted', 'anomaly_finding.created', 'anomaly_finding.escalated', 'tag.created', 'webhook.test',
       'webhook.disabled', 'webhook.created', 'webhook.updated', 'webhook.deleted', 'webhook.secret_rotated',
       'rate_limit_rule.created', 'rate_limit_rule.updated', 'rate_limit_rule.deleted', 'rate_limit.exceeded',
+      'webhook.recovery_started', 'webhook.replay_started',
     ]) {
       expect(isKnownAction(action)).toBe(true);
     }

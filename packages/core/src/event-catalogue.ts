@@ -93,6 +93,16 @@ export const EVENT_CATALOGUE: readonly EventType[] = [
     payloadFields: [s('webhook_id'), s('webhook_name'), s('reason')],
   },
   {
+    action: 'webhook.recovery_started',
+    description: "A recover task started: the webhook's failed deliveries of a window get a fresh cycle of attempts.",
+    payloadFields: [s('webhook_id'), s('webhook_name'), s('task_id'), s('since'), s('until')],
+  },
+  {
+    action: 'webhook.replay_started',
+    description: "A replay task started: the organisation's events of a window are sent again to the webhook.",
+    payloadFields: [s('webhook_id'), s('webhook_name'), s('task_id'), s('since'), s('until')],
+  },
+  {
     action: 'webhook.test',
     description: 'A test event sent by the test operation; delivered only to the tested webhook.',
     payloadFields: [s('webhook_id'), s('webhook_name')],

@@ -14,6 +14,10 @@ export const RULE_LIMITS = {
   nameLength: 200,
   descriptionLength: 2000,
   scopeListItems: 200,
+  /** Globs a rule may hold: each is matched against every checked tool key. */
+  toolPatternsPerRule: 50,
+  /** Active rules of one organisation: a check matches every one of them. Disabled rules do not count. */
+  activeRulesPerOrganisation: 100,
   scopeValueLength: 256,
   conditionLength: 1024,
   conditionDescriptionLength: 2000,
@@ -58,7 +62,7 @@ export const ruleScopeSchema = z.strictObject({
   mcp_tag_ids: uuidList.default([]),
   tool_tag_ids: uuidList.default([]),
   /** Globs over the tool key: `*` any run of characters, `?` one character. */
-  tool_patterns: stringList.default([]),
+  tool_patterns: stringList.max(RULE_LIMITS.toolPatternsPerRule, `at most ${RULE_LIMITS.toolPatternsPerRule} patterns per rule`).default([]),
   /** CEL over `call`; compiled by the service (packages/conditions), blank means none. */
   condition: z
     .string({ error: 'condition must be a string' })

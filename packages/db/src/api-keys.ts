@@ -35,17 +35,23 @@ export async function issueApiKey(
   return { id, org_id: input.orgId, key };
 }
 
-/** Revokes a key; returns false when no such key exists. Revoking twice is harmless. */
-export async function revokeApiKey(db: Db, id: string): Promise<boolean> {
-  const row = await db.apiKey.findUnique({ where: { id }, select: { id: true } });
-  if (!row) return false;
-  await db.apiKey.updateMany({ where: { id, revokedAt: null }, data: { revokedAt: new Date() } });
-  return true;
+/** A revoked key: its hash is what caches know it by (announce it so that every process forgets the key). */
+export interface RevokedKey {
+  id: string;
+  keyHash: string;
 }
 
-/** The principal of a presented key, or null when the key is unknown or revoked. */
-export async function findPrincipal(db: Db, key: string): Promise<Principal | null> {
-  const row = await db.apiKey.findUnique({ where: { keyHash: hashApiKey(key) } });
+/** Revokes a key; null when no such key exists. Revoking twice is harmless. */
+export async function revokeApiKey(db: Db, id: string): Promise<RevokedKey | null> {
+  const row = await db.apiKey.findUnique({ where: { id }, select: { id: true, keyHash: true } });
+  if (!row) return null;
+  await db.apiKey.updateMany({ where: { id, revokedAt: null }, data: { revokedAt: new Date() } });
+  return { id: row.id, keyHash: row.keyHash };
+}
+
+/** The principal of a key hash (see hashApiKey), or null when the key is unknown or revoked. */
+export async function findPrincipalByHash(db: Db, keyHash: string): Promise<Principal | null> {
+  const row = await db.apiKey.findUnique({ where: { keyHash } });
   if (!row || row.revokedAt) return null;
   return {
     keyId: row.id,
@@ -54,4 +60,9 @@ export async function findPrincipal(db: Db, key: string): Promise<Principal | nu
     role: row.role,
     permissions: row.permissions as Permission[],
   };
+}
+
+/** The principal of a presented key, or null when the key is unknown or revoked. */
+export function findPrincipal(db: Db, key: string): Promise<Principal | null> {
+  return findPrincipalByHash(db, hashApiKey(key));
 }

@@ -27,8 +27,8 @@ export interface AuditEventInput {
 }
 
 /**
- * Records an audit event inside the caller's transaction. The event waits in the table (fanned_out_at null)
- * until the worker fans it out, so a change and its event commit together or not at all.
+ * Records an audit event inside the caller's transaction, with its `pending_fanout` row: it waits there until
+ * the worker fans it out, so a change and its event commit together or not at all.
  */
 export async function recordAuditEvent(tx: Prisma.TransactionClient, input: AuditEventInput): Promise<string> {
   const id = input.id ?? randomUUID();
@@ -53,5 +53,6 @@ export async function recordAuditEvent(tx: Prisma.TransactionClient, input: Audi
       receivedAt: at,
     },
   });
+  await tx.pendingFanout.create({ data: { orgId: input.orgId, eventId: id, receivedAt: at } });
   return id;
 }

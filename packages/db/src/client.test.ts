@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type Socket } from 'node:net';
-import { createDb } from './client';
+import { TEST_PG_SERVER } from '@gatehook/testkit/env';
+import { createDb, sqlPool } from './client';
 import { isDatabaseUnavailable } from './errors';
 
 /** One backend message of the Postgres wire protocol: type byte, int32 length (itself included), body. */
@@ -53,5 +54,31 @@ describe('createDb', () => {
       await db.$disconnect();
       await server.close();
     }
+  });
+
+  it('an idle connection that Postgres terminates is dropped without ending the process; the next query reconnects', async () => {
+    const db = createDb(`${TEST_PG_SERVER}/postgres`, { poolSize: 1 });
+    const pool = sqlPool(db);
+    try {
+      const { rows } = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      const gone = new Promise((resolve) => pool.once('remove', resolve));
+      const admin = createDb(`${TEST_PG_SERVER}/postgres`, { poolSize: 1 });
+      await sqlPool(admin).query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+      await admin.$disconnect();
+      await gone;
+      const again = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      expect(again.rows[0]!.pid).not.toBe(rows[0]!.pid);
+    } finally {
+      await db.$disconnect();
+    }
+  });
+
+  it('$disconnect closes the pool even when only the hot path (sqlPool) used it', async () => {
+    const db = createDb(`${TEST_PG_SERVER}/postgres`, { poolSize: 1 });
+    const pool = sqlPool(db);
+    await pool.query('SELECT 1');
+    await db.$disconnect();
+    expect(pool.ended).toBe(true);
+    expect(pool.totalCount).toBe(0);
   });
 });

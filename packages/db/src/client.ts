@@ -4,6 +4,30 @@ import { PrismaClient } from './generated/client';
 
 export type Db = PrismaClient;
 export type { Prisma } from './generated/client';
+export type { Pool };
+
+const pools = new WeakMap<Db, Pool>();
+
+let statementsSent = 0;
+
+/**
+ * Statements this process has sent to Postgres through any pool made by createDb (Prisma's and the hot path's
+ * alike): each is one round trip. Exposed as `gatehook_db_statements_total` so `pnpm bench` can count round
+ * trips per delivery.
+ */
+export function statementCount(): number {
+  return statementsSent;
+}
+
+/**
+ * The pg pool under a client: the hot path (outbox, deliveries, attempts) speaks SQL to it directly with named
+ * prepared statements, sharing the process's one pool (and its size from config) with Prisma.
+ */
+export function sqlPool(db: Db): Pool {
+  const pool = pools.get(db);
+  if (!pool) throw new Error('this client was not made by createDb');
+  return pool;
+}
 
 /** A Prisma client on the pg driver adapter (Prisma 7 needs no engine binary at run time). */
 export function createDb(databaseUrl: string, options: { poolSize?: number } = {}): Db {
@@ -12,7 +36,27 @@ export function createDb(databaseUrl: string, options: { poolSize?: number } = {
   // taker (the adapter, for a transaction) listens, so a FATAL that arrives with it (Postgres shutting down)
   // would be an unhandled 'error' and end the process. The error still reaches the pool and the query: the
   // connection is marked unusable, its next query fails as unavailable, and it is dropped when released.
-  pool.on('connect', (client) => client.on('error', () => undefined));
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+    const query = client.query;
+    // Counted at the one place every statement passes; the arguments go through untouched.
+    client.query = function countedQuery(this: typeof client, ...args: unknown[]) {
+      statementsSent += 1;
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof client.query;
+  });
+  // An idle connection that dies (Postgres restarted, the database dropped, a proxy's idle timeout) is removed
+  // by the pool, which then emits 'error': without a listener that would end the process. The next checkout
+  // opens a fresh connection, and a query on a dead one fails as unavailable (503) on its own path.
+  pool.on('error', () => undefined);
   const adapter = new PrismaPg(pool, { disposeExternalPool: true });
-  return new PrismaClient({ adapter });
+  const db = new PrismaClient({ adapter });
+  // Prisma disposes of the pool only if it connected itself; a client used only through sqlPool must close too.
+  const disconnect = db.$disconnect.bind(db);
+  db.$disconnect = async () => {
+    await disconnect();
+    if (!pool.ended) await pool.end();
+  };
+  pools.set(db, pool);
+  return db;
 }

@@ -1,28 +1,109 @@
-import type { SecretBox } from '@gatehook/core/encryption';
 import { USER_AGENT } from '@gatehook/core/version';
-import type { Db } from '@gatehook/db/client';
+import { GroupCommit } from '@gatehook/db/group-commit';
+import { leaseDeliveries, recordAttempts, releaseDeliveries, type AttemptRecord, type LeasedDelivery, type Release } from '@gatehook/db/deliveries';
 import type { SendResult } from '@gatehook/egress/client';
-import type { DeliveryQueues } from './jobs';
-import { decideNextState, type DeliveryStatus } from './outcome';
+import { streakChanges, trippedBreakers } from './circuit-breaker';
+import type { EngineContext } from './fanout';
+import { decideNextState, type WebhookEffect } from './outcome';
 import { deliveryHeaders } from './signing';
-import { disableWebhookAutomatically } from './webhook-state';
+import type { LiveWebhook } from './webhook-configs';
+import { disableWebhook } from './webhook-state';
 
 /** Sends one signed request; the egress client in production. */
 export type Sender = (request: { url: string; headers: Record<string, string>; body: string }) => Promise<SendResult>;
 
-/** Caps requests in flight per origin, so one slow endpoint cannot take every worker slot. Per process. */
+/** A waiter for a slot: resolved true when a slot is handed to it, false when its deadline passes first. */
+interface Waiter {
+  resolve(granted: boolean): void;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * A counting semaphore whose waiters queue in order and give up at a deadline. `release` hands the slot straight
+ * to the oldest waiter, so a freed slot is never taken by a newcomer ahead of it.
+ */
+class Slots {
+  inUse = 0;
+  // Insertion-ordered: the first is the oldest; a waiter that times out leaves in O(1).
+  private readonly waiters = new Set<Waiter>();
+
+  constructor(private readonly cap: number) {}
+
+  get full(): boolean {
+    return this.inUse >= this.cap;
+  }
+
+  get idle(): boolean {
+    return this.inUse === 0 && this.waiters.size === 0;
+  }
+
+  tryTake(): boolean {
+    if (this.full) return false;
+    this.inUse += 1;
+    return true;
+  }
+
+  take(deadline: number): Promise<boolean> {
+    if (this.tryTake()) return Promise.resolve(true);
+    const wait = deadline - Date.now();
+    if (wait <= 0) return Promise.resolve(false);
+    return new Promise<boolean>((resolve) => {
+      const waiter: Waiter = {
+        resolve,
+        timer: setTimeout(() => {
+          this.waiters.delete(waiter);
+          resolve(false);
+        }, wait),
+      };
+      this.waiters.add(waiter);
+    });
+  }
+
+  give(): void {
+    const next = this.waiters.values().next();
+    if (next.done) {
+      this.inUse -= 1;
+      return;
+    }
+    this.waiters.delete(next.value);
+    clearTimeout(next.value.timer);
+    next.value.resolve(true);
+  }
+}
+
+/**
+ * Caps requests in flight per origin (DELIVERY_ORIGIN_CONCURRENCY), so one slow endpoint cannot take every
+ * slot, and in all (DELIVERY_CONCURRENCY). A request past a cap waits in this process, in order, for a slot to be
+ * freed, up to a deadline: a busy but healthy origin gets its next request the moment one finishes, with no
+ * round trip through the queue or the database; one that stays full past the deadline (a dead endpoint holding
+ * its slots for the whole timeout) turns its deliveries away to come back later. Per process.
+ */
 export class OriginLimiter {
-  private readonly inFlight = new Map<string, number>();
+  private readonly origins = new Map<string, Slots>();
+  private readonly all: Slots;
   /** Deliveries turned away by a full origin, with that origin: their next turn can be refused without I/O. */
   private readonly waiting = new Map<string, string>();
+
   constructor(
     private readonly cap: number,
     private readonly maxWaiting = 100_000,
-  ) {}
+    totalCap = Number.POSITIVE_INFINITY,
+  ) {
+    this.all = new Slots(totalCap);
+  }
+
+  private slots(origin: string): Slots {
+    let slots = this.origins.get(origin);
+    if (!slots) {
+      slots = new Slots(this.cap);
+      this.origins.set(origin, slots);
+    }
+    return slots;
+  }
 
   /** Whether an origin has no free slot now. */
   isFull(origin: string): boolean {
-    return (this.inFlight.get(origin) ?? 0) >= this.cap;
+    return this.origins.get(origin)?.full ?? false;
   }
 
   /** Remembers that a delivery waits for its origin (bounded: past the cap the memory starts over). */
@@ -41,24 +122,38 @@ export class OriginLimiter {
     this.waiting.delete(deliveryId);
   }
 
+  /** Takes a slot of `origin` and one of the process's at once, or neither. */
   tryAcquire(origin: string): boolean {
-    const current = this.inFlight.get(origin) ?? 0;
-    if (current >= this.cap) return false;
-    this.inFlight.set(origin, current + 1);
-    return true;
+    const slots = this.slots(origin);
+    if (!slots.tryTake()) return false;
+    if (this.all.tryTake()) return true;
+    this.release(origin, { processSlot: false });
+    return false;
   }
 
-  release(origin: string): void {
-    const current = (this.inFlight.get(origin) ?? 1) - 1;
-    if (current <= 0) this.inFlight.delete(origin);
-    else this.inFlight.set(origin, current);
+  /**
+   * Waits for a slot of `origin`, then for one of the process's, until `deadline` (epoch ms). True when both are
+   * held (give them back with {@link release}); false, holding nothing, when the deadline came first.
+   */
+  async acquire(origin: string, deadline: number): Promise<boolean> {
+    if (!(await this.slots(origin).take(deadline))) return false;
+    if (await this.all.take(deadline)) return true;
+    this.release(origin, { processSlot: false });
+    return false;
+  }
+
+  /** Gives back a slot of `origin` and (unless told otherwise) the process's slot taken with it. */
+  release(origin: string, options: { processSlot?: boolean } = {}): void {
+    const slots = this.origins.get(origin);
+    if (slots) {
+      slots.give();
+      if (slots.idle) this.origins.delete(origin);
+    }
+    if (options.processSlot !== false) this.all.give();
   }
 }
 
-export interface AttemptDeps {
-  db: Db;
-  box: SecretBox;
-  queues: DeliveryQueues;
+export interface AttemptDeps extends EngineContext {
   send: Sender;
   limiter: OriginLimiter;
   retrySchedule: readonly number[];
@@ -70,164 +165,198 @@ export interface AttemptDeps {
   onFinished?: (status: 'succeeded' | 'failed') => void;
 }
 
-export type AttemptOutcome =
-  | { kind: 'sent'; status: DeliveryStatus; nextRetryAt: Date | null }
-  | { kind: 'skipped'; reason: 'not_found' | 'not_due' | 'leased' | 'finished' }
-  | { kind: 'cancelled'; reason: string }
-  /** The origin is at its cap: try again shortly, without having consumed anything. */
-  | { kind: 'origin_busy'; retryAt: Date };
+/** The outcome of one job's deliveries: those turned away by a full origin, with when to try each again. */
+export interface AttemptBatchOutcome {
+  sent: number;
+  skipped: number;
+  cancelled: number;
+  busy: { id: string; retryAt: Date }[];
+}
+
+// Time after the request's timeout to record its outcome; a lease past this means the worker died mid-attempt.
+const LEASE_MARGIN_MS = 5_000;
+/**
+ * Longest a leased delivery waits in this process for a slot of its origin (and of the process) before it is
+ * turned away to come back later. The lease covers this wait, so a delivery is never in flight twice.
+ */
+export const SLOT_WAIT_MS = 2_000;
+// Most attempt records one statement carries (group commit).
+const RECORD_BATCH = 500;
 
 /** When a delivery turned away by a full origin tries again: soon, spread so the waiters do not return at once. */
 function originRetryAt(): Date {
   return new Date(Date.now() + 250 + Math.floor(Math.random() * 250));
 }
 
-// Time after the request's timeout to record its outcome; a lease past this means the worker died mid-attempt.
-const LEASE_MARGIN_MS = 5_000;
+/** A signed request, ready to send: everything the attempt needs, computed without I/O. */
+export interface PreparedRequest {
+  url: string;
+  origin: string;
+  body: string;
+  headers: Record<string, string>;
+}
+
+/** Prepares one delivery's request (pure but for decryption): its body, and headers signed with the live secrets. */
+export function prepareRequest(deps: Pick<EngineContext, 'box'>, webhook: LiveWebhook, delivery: LeasedDelivery, now: Date): PreparedRequest {
+  const body = deps.box.decrypt(delivery.bodyEncrypted ?? '');
+  const secrets = [webhook.secret];
+  if (webhook.previousSecret && webhook.previousSecretValidUntil && webhook.previousSecretValidUntil > now) secrets.push(webhook.previousSecret);
+  const headers = deliveryHeaders({
+    deliveryId: delivery.id,
+    timestampSeconds: Math.floor(now.getTime() / 1000),
+    body,
+    secrets,
+    contentType: delivery.contentType ?? 'application/json',
+    userAgent: USER_AGENT,
+    custom: webhook.headers,
+  });
+  return { url: webhook.url, origin: webhook.origin, body, headers };
+}
+
+type Recorded = AttemptRecord & { orgId: string; webhookId: string; effect: WebhookEffect };
 
 /**
- * Makes the next attempt of a delivery (SPEC 3.1, 6.6; CONTRACT 5). A lease in Postgres makes the attempt
- * exclusive whatever the queue does (a duplicated job, a stalled job re-run, a reconciler pass); the attempt,
- * the delivery's next state and the webhook's failure streak are written in one transaction.
+ * Makes the next attempts of deliveries (SPEC 3.1, 6.6; CONTRACT 5) as claim → prepare → send → record:
+ * one statement leases and reads every delivery of the job; each request is prepared from the cached webhook
+ * configuration and sent under the per-origin cap; its record joins the group commit that writes the attempt rows,
+ * the deliveries' next states and the webhooks' failure streaks of every concurrent attempt in one statement.
  */
-export async function attemptDelivery(deps: AttemptDeps, deliveryId: string): Promise<AttemptOutcome> {
-  // A delivery already turned away by its origin, whose origin is still full, waits again without touching the
-  // database: a dead endpoint's backlog must not cost the healthy ones a lease, a read and a release every bounce.
-  const waitingFor = deps.limiter.waitingFor(deliveryId);
-  if (waitingFor !== undefined && deps.limiter.isFull(waitingFor)) return { kind: 'origin_busy', retryAt: originRetryAt() };
-  deps.limiter.doneWaiting(deliveryId);
-  const now = new Date();
-  const leaseUntil = new Date(now.getTime() + deps.timeoutMs + LEASE_MARGIN_MS);
-  const claimed = await deps.db.delivery.updateManyAndReturn({
-    where: {
-      id: deliveryId,
-      status: { in: ['pending', 'retrying'] },
-      nextRetryAt: { lte: now },
-      OR: [{ leasedUntil: null }, { leasedUntil: { lt: now } }],
-    },
-    data: { leasedUntil: leaseUntil },
-  });
-  const delivery = claimed[0];
-  if (!delivery) {
-    const row = await deps.db.delivery.findUnique({ where: { id: deliveryId }, select: { status: true, nextRetryAt: true, leasedUntil: true } });
-    if (!row) return { kind: 'skipped', reason: 'not_found' };
-    if (row.status === 'succeeded' || row.status === 'failed') return { kind: 'skipped', reason: 'finished' };
-    if (row.leasedUntil && row.leasedUntil >= now) return { kind: 'skipped', reason: 'leased' };
-    return { kind: 'skipped', reason: 'not_due' };
+export class AttemptRunner {
+  private readonly recorder: GroupCommit<Recorded, boolean>;
+
+  constructor(private readonly deps: AttemptDeps) {
+    this.recorder = new GroupCommit((items) => this.flush(items), { maxBatch: RECORD_BATCH, maxConcurrent: 2 });
   }
 
-  const release = async (data: { status?: 'failed'; error?: string } = {}) => {
-    await deps.db.delivery.updateMany({ where: { id: deliveryId, leasedUntil: leaseUntil }, data: { ...data, leasedUntil: null, ...(data.status ? { nextRetryAt: null } : {}) } });
-  };
-
-  const webhook = await deps.db.webhook.findUnique({ where: { id: delivery.webhookId } });
-  if (!webhook || webhook.status !== 'active' || delivery.bodyEncrypted === null) {
-    const error = !webhook ? 'webhook_deleted' : webhook.status === 'paused' ? 'webhook_paused' : webhook.status === 'disabled' ? 'webhook_disabled' : 'no_body';
-    await release({ status: 'failed', error });
-    deps.onFinished?.('failed');
-    return { kind: 'cancelled', reason: error };
-  }
-
-  // Everything that reads secrets happens before the request: a value that cannot be decrypted (a key removed from
-  // GATEHOOK_ENCRYPTION_KEY) fails this delivery with a clear error instead of retrying it forever.
-  const startedAt = new Date();
-  let prepared: { url: string; origin: string; body: string; headers: Record<string, string> };
-  try {
-    const url = deps.box.decrypt(webhook.urlEncrypted);
-    const body = deps.box.decrypt(delivery.bodyEncrypted);
-    const secrets = [deps.box.decrypt(webhook.secretEncrypted)];
-    if (webhook.previousSecretEncrypted && webhook.previousSecretValidUntil && webhook.previousSecretValidUntil > startedAt) {
-      secrets.push(deps.box.decrypt(webhook.previousSecretEncrypted));
-    }
-    const headers = deliveryHeaders({
-      deliveryId,
-      timestampSeconds: Math.floor(startedAt.getTime() / 1000),
-      body,
-      secrets,
-      contentType: delivery.contentType ?? 'application/json',
-      userAgent: USER_AGENT,
-      custom: webhook.headersEncrypted ? deps.box.decryptMap(webhook.headersEncrypted) : {},
-    });
-    prepared = { url, origin: new URL(url).origin, body, headers };
-  } catch {
-    await release({ status: 'failed', error: 'secret_unreadable: a stored secret of this webhook cannot be decrypted with the configured keys' });
-    deps.onFinished?.('failed');
-    return { kind: 'cancelled', reason: 'secret_unreadable' };
-  }
-
-  if (!deps.limiter.tryAcquire(prepared.origin)) {
-    await release();
-    deps.limiter.noteWaiting(deliveryId, prepared.origin);
-    return { kind: 'origin_busy', retryAt: originRetryAt() };
-  }
-  let result: SendResult;
-  try {
-    result = await deps.send({ url: prepared.url, headers: prepared.headers, body: prepared.body });
-  } catch {
-    // The sender reports failures as results; an exception is a bug there, recorded as a network error.
-    result = { statusCode: 0, error: 'network_error', durationMs: Date.now() - startedAt.getTime(), responseSnippet: '', retryAfter: null };
-  } finally {
-    deps.limiter.release(prepared.origin);
-  }
-  deps.onAttempt?.({ durationMs: result.durationMs, statusCode: result.statusCode, error: result.error });
-
-  const finishedAt = new Date();
-  const next = decideNextState(
-    { status: delivery.status, cycleAttempts: delivery.cycleAttempts },
-    { statusCode: result.statusCode, error: result.error, retryAfter: result.retryAfter },
-    { now: finishedAt, schedule: deps.retrySchedule, retryAfterCapSeconds: deps.retryAfterCapSeconds },
-  );
-
-  let disabled: { orgId: string; auditEventId: string } | null = null;
-  let applied = false;
-  await deps.db.$transaction(async (tx) => {
-    await tx.deliveryAttempt.create({
-      data: {
-        deliveryId,
-        at: startedAt,
-        statusCode: result.statusCode,
-        error: result.error ?? '',
-        durationMs: Math.round(result.durationMs),
-        responseSnippet: result.responseSnippet,
-      },
-    });
-    // Only the lease holder moves the delivery on; a pause or disable that cancelled it meanwhile wins.
-    const updated = await tx.delivery.updateMany({
-      where: { id: deliveryId, leasedUntil: leaseUntil, status: { in: ['pending', 'retrying'] } },
-      data: {
-        status: next.status,
-        cycleAttempts: next.cycleAttempts,
-        attemptCount: { increment: 1 },
-        nextRetryAt: next.nextRetryAt,
-        leasedUntil: null,
-        ...(next.error ? { error: next.error } : {}),
-      },
-    });
-    applied = updated.count > 0;
-    if (!applied) {
-      await tx.delivery.updateMany({ where: { id: deliveryId }, data: { attemptCount: { increment: 1 } } });
-    }
-
-    if (next.webhookEffect === 'success') {
-      await tx.webhook.updateMany({ where: { id: webhook.id, failingSince: { not: null } }, data: { failingSince: null } });
-    } else if (next.webhookEffect === 'failure') {
-      await tx.webhook.updateMany({ where: { id: webhook.id, failingSince: null }, data: { failingSince: finishedAt } });
-      const current = await tx.webhook.findUnique({ where: { id: webhook.id }, select: { failingSince: true, status: true } });
-      if (
-        current?.status === 'active' &&
-        current.failingSince &&
-        finishedAt.getTime() - current.failingSince.getTime() >= deps.circuitBreakerSeconds * 1000
-      ) {
-        disabled = await disableWebhookAutomatically(tx, webhook.id, 'circuit_breaker');
+  /** Attempts every due delivery among `ids`; deliveries turned away by a full origin are returned to reschedule. */
+  async run(ids: readonly string[]): Promise<AttemptBatchOutcome> {
+    const { limiter } = this.deps;
+    const outcome: AttemptBatchOutcome = { sent: 0, skipped: 0, cancelled: 0, busy: [] };
+    // A delivery already turned away by an origin that is still full waits again without touching the database:
+    // a dead endpoint's backlog must not cost the healthy ones a lease, a read and a release every bounce.
+    const due: string[] = [];
+    for (const id of ids) {
+      const origin = limiter.waitingFor(id);
+      if (origin !== undefined && limiter.isFull(origin)) outcome.busy.push({ id, retryAt: originRetryAt() });
+      else {
+        limiter.doneWaiting(id);
+        due.push(id);
       }
-    } else if (next.webhookEffect === 'gone') {
-      disabled = await disableWebhookAutomatically(tx, webhook.id, 'gone');
     }
-  });
+    if (due.length === 0) return outcome;
 
-  if (applied && next.nextRetryAt) await deps.queues.deliver(deliveryId, next.nextRetryAt);
-  const disabledEvent = disabled as { orgId: string; auditEventId: string } | null;
-  if (disabledEvent) await deps.queues.fanout(disabledEvent.orgId, [disabledEvent.auditEventId]);
-  if (applied && (next.status === 'succeeded' || next.status === 'failed')) deps.onFinished?.(next.status);
-  return { kind: 'sent', status: applied ? next.status : 'failed', nextRetryAt: applied ? next.nextRetryAt : null };
+    const now = new Date();
+    const window = this.leaseWindow(now);
+    const leased = await leaseDeliveries(this.deps.pool, due, now, window.leaseUntil);
+    const ran = await this.runLeased(leased, window.slotDeadline);
+    return { ...ran, skipped: due.length - leased.length, busy: [...outcome.busy, ...ran.busy] };
+  }
+
+  /**
+   * How long a lease taken now must hold (the wait for a slot, the request's timeout and time to record it), and
+   * until when its attempt may wait for a slot.
+   */
+  leaseWindow(now: Date): { leaseUntil: Date; slotDeadline: number } {
+    return { leaseUntil: new Date(now.getTime() + SLOT_WAIT_MS + this.deps.timeoutMs + LEASE_MARGIN_MS), slotDeadline: now.getTime() + SLOT_WAIT_MS };
+  }
+
+  /** Attempts deliveries this process already holds the lease of (taken by {@link run}, or created leased by fan-out). */
+  async runLeased(leased: readonly LeasedDelivery[], slotDeadline: number): Promise<AttemptBatchOutcome> {
+    const outcome: AttemptBatchOutcome = { sent: 0, skipped: 0, cancelled: 0, busy: [] };
+    const releases: Release[] = [];
+    await Promise.all(
+      leased.map(async (delivery) => {
+        const result = await this.attempt(delivery, releases, slotDeadline);
+        if (result === 'sent') outcome.sent += 1;
+        else if (result === 'cancelled') outcome.cancelled += 1;
+        else outcome.busy.push({ id: delivery.id, retryAt: originRetryAt() });
+      }),
+    );
+    await releaseDeliveries(this.deps.pool, releases);
+    return outcome;
+  }
+
+  private async attempt(delivery: LeasedDelivery, releases: Release[], slotDeadline: number): Promise<'sent' | 'cancelled' | 'busy'> {
+    const { deps } = this;
+    const webhook = await deps.configs.get(delivery.orgId, delivery.webhookId);
+    const cancel = !webhook
+      ? 'webhook_deleted'
+      : webhook.status !== 'active'
+        ? `webhook_${webhook.status}`
+        : delivery.bodyEncrypted === null
+          ? 'no_body'
+          : webhook.unreadable;
+    if (cancel || !webhook) {
+      releases.push({ id: delivery.id, lease: delivery.leasedUntil, failWith: cancel ?? 'webhook_deleted' });
+      deps.onFinished?.('failed');
+      return 'cancelled';
+    }
+
+    // The turn comes first (in order, within SLOT_WAIT_MS); the request is signed when it has come.
+    if (!(await deps.limiter.acquire(webhook.origin, slotDeadline))) {
+      releases.push({ id: delivery.id, lease: delivery.leasedUntil });
+      deps.limiter.noteWaiting(delivery.id, webhook.origin);
+      return 'busy';
+    }
+    const startedAt = new Date();
+    let result: SendResult;
+    try {
+      let request: PreparedRequest;
+      try {
+        request = prepareRequest(deps, webhook, delivery, startedAt);
+      } catch {
+        releases.push({ id: delivery.id, lease: delivery.leasedUntil, failWith: 'secret_unreadable: the stored body cannot be decrypted with the configured keys' });
+        deps.onFinished?.('failed');
+        return 'cancelled';
+      }
+      result = await deps.send({ url: request.url, headers: request.headers, body: request.body }).catch(
+        // The sender reports failures as results; an exception is a bug there, recorded as a network error.
+        (): SendResult => ({ statusCode: 0, error: 'network_error', durationMs: Date.now() - startedAt.getTime(), responseSnippet: '', retryAfter: null }),
+      );
+    } finally {
+      deps.limiter.release(webhook.origin);
+    }
+    deps.onAttempt?.({ durationMs: result.durationMs, statusCode: result.statusCode, error: result.error });
+
+    const finishedAt = new Date();
+    const next = decideNextState(
+      { status: delivery.status, cycleAttempts: delivery.cycleAttempts, throttledStreak: delivery.throttledStreak },
+      { statusCode: result.statusCode, error: result.error, retryAfter: result.retryAfter },
+      { now: finishedAt, schedule: deps.retrySchedule, retryAfterCapSeconds: deps.retryAfterCapSeconds },
+    );
+    const applied = await this.recorder.submit({
+      deliveryId: delivery.id,
+      orgId: delivery.orgId,
+      webhookId: delivery.webhookId,
+      lease: delivery.leasedUntil,
+      at: startedAt,
+      statusCode: result.statusCode,
+      error: result.error ?? '',
+      durationMs: result.durationMs,
+      responseSnippet: result.responseSnippet,
+      effect: next.webhookEffect,
+      next: { status: next.status, cycleAttempts: next.cycleAttempts, throttledStreak: next.throttledStreak, nextRetryAt: next.nextRetryAt, error: next.error },
+    });
+    if (applied && next.nextRetryAt) await deps.queues.deliver(delivery.id, next.nextRetryAt);
+    if (applied && (next.status === 'succeeded' || next.status === 'failed')) deps.onFinished?.(next.status);
+    return 'sent';
+  }
+
+  /** One statement for every attempt recorded meanwhile; then the rare automatic disables it calls for. */
+  private async flush(items: Recorded[]): Promise<boolean[]> {
+    const { deps } = this;
+    const now = new Date();
+    const changes = streakChanges(items.map((i) => ({ webhookId: i.webhookId, effect: i.effect, at: new Date(i.at.getTime() + i.durationMs) })));
+    const { applied, failingSince } = await recordAttempts(deps.pool, items, changes, now);
+    const orgOf = new Map(items.map((i) => [i.webhookId, i.orgId]));
+    const disable = new Map<string, 'gone' | 'circuit_breaker'>();
+    for (const id of trippedBreakers(changes, failingSince, now, deps.circuitBreakerSeconds)) disable.set(id, 'circuit_breaker');
+    for (const i of items) if (i.effect === 'gone') disable.set(i.webhookId, 'gone');
+    for (const [webhookId, reason] of disable) {
+      await disableWebhook(deps, orgOf.get(webhookId)!, webhookId, reason).catch((error: unknown) =>
+        deps.logger?.warn({ webhookId, err: (error as Error).message }, 'automatic disable failed; the next attempt tries again'),
+      );
+    }
+    return items.map((i) => applied.has(i.deliveryId));
+  }
 }

@@ -3,6 +3,9 @@ import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 
+/** Most deliveries one deliver job carries. */
+export const DELIVER_CHUNK = 200;
+
 /**
  * The job catalogue: every queue with the schema of its job data. Producers (API, worker, reconciler) and
  * processors (worker) both go through it. Postgres is the source of truth: a job only says "look at this",
@@ -12,9 +15,14 @@ export const JOBS = {
   /** Fan out committed audit events to the matching webhooks of their organisation. */
   fanout: z.object({ orgId: z.uuid(), eventIds: z.array(z.uuid()).min(1).max(1000) }),
   /** Turn a webhook's buffered batch items into deliveries (full batches, or those older than the linger). */
-  batch: z.object({ webhookId: z.uuid() }),
-  /** Make the next attempt of a delivery. */
-  deliver: z.object({ deliveryId: z.uuid() }),
+  batch: z.object({ webhookId: z.uuid(), orgId: z.uuid().optional() }),
+  /**
+   * Make the next attempt of deliveries: a chunk of fresh deliveries of one fan-out (one lease statement for all),
+   * or one delivery whose retry is due (retries stay individual jittered delayed jobs).
+   */
+  deliver: z.object({ deliveryIds: z.array(z.uuid()).min(1).max(DELIVER_CHUNK) }),
+  /** Take the next step (one page) of a recover or replay task (CONTRACT 11; packages/delivery/src/tasks.ts). */
+  task: z.object({ taskId: z.uuid() }),
 } as const;
 
 export type JobName = keyof typeof JOBS;
@@ -49,7 +57,7 @@ export class DeliveryQueues {
 
   constructor(connection: Redis, prefix: string) {
     const make = (name: JobName) => new Queue(name, { connection, prefix, defaultJobOptions });
-    this.queues = { fanout: make('fanout'), batch: make('batch'), deliver: make('deliver') };
+    this.queues = { fanout: make('fanout'), batch: make('batch'), deliver: make('deliver'), task: make('task') };
   }
 
   /** The underlying queues, for metrics and tests. */
@@ -72,8 +80,8 @@ export class DeliveryQueues {
    * Schedules a batch flush for a webhook. Flushes are idempotent (items are claimed with row locks), so
    * duplicates only cost a query; the id limits them to one per webhook per `bucket`.
    */
-  async flushBatch(webhookId: string, delayMs: number, bucket: string | number): Promise<void> {
-    const data: JobData<'batch'> = { webhookId };
+  async flushBatch(webhookId: string, delayMs: number, bucket: string | number, orgId?: string): Promise<void> {
+    const data: JobData<'batch'> = orgId ? { webhookId, orgId } : { webhookId };
     await this.queues.batch.add('batch', data, { jobId: `b.${webhookId}.${bucket}`, delay: Math.max(0, delayMs) });
   }
 
@@ -82,7 +90,7 @@ export class DeliveryQueues {
    * attempt is never queued twice, while a new due time (next retry, manual retry) gets its own job.
    */
   async deliver(deliveryId: string, dueAt: Date, key?: string): Promise<void> {
-    const data: JobData<'deliver'> = { deliveryId };
+    const data: JobData<'deliver'> = { deliveryIds: [deliveryId] };
     await this.queues.deliver.add('deliver', data, {
       jobId: deliverJobId(deliveryId, dueAt, key),
       delay: Math.max(0, dueAt.getTime() - Date.now()),
@@ -95,10 +103,32 @@ export class DeliveryQueues {
     await this.queues.deliver.addBulk(
       deliveries.map((d) => ({
         name: 'deliver',
-        data: { deliveryId: d.id } satisfies JobData<'deliver'>,
+        data: { deliveryIds: [d.id] } satisfies JobData<'deliver'>,
         opts: { jobId: deliverJobId(d.id, d.dueAt, d.key), delay: Math.max(0, d.dueAt.getTime() - Date.now()) },
       })),
     );
+  }
+
+  /** Schedules the first attempts of fresh deliveries, due now, in chunks: one job (and one lease) per chunk. */
+  async deliverNow(deliveryIds: readonly string[]): Promise<void> {
+    const jobs = [];
+    for (let i = 0; i < deliveryIds.length; i += DELIVER_CHUNK) {
+      const data: JobData<'deliver'> = { deliveryIds: deliveryIds.slice(i, i + DELIVER_CHUNK) };
+      jobs.push({ name: 'deliver', data });
+    }
+    if (jobs.length > 0) await this.queues.deliver.addBulk(jobs);
+  }
+
+  /**
+   * Schedules the next step of a task at `dueAt`. The id names the task and the due time (plus a reconciler round),
+   * so a step is queued once; the task's lease in Postgres keeps two copies from running it twice anyway.
+   */
+  async taskStep(taskId: string, dueAt: Date, key?: string): Promise<void> {
+    const data: JobData<'task'> = { taskId };
+    await this.queues.task.add('task', data, {
+      jobId: `t.${taskId}.${dueAt.getTime()}${key ? `.${key}` : ''}`,
+      delay: Math.max(0, dueAt.getTime() - Date.now()),
+    });
   }
 
   async close(): Promise<void> {

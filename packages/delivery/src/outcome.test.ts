@@ -1,6 +1,7 @@
 import {
   classifyAttempt,
   decideNextState,
+  MAX_CONSECUTIVE_THROTTLED,
   type AttemptResult,
   type DeliveryState,
   type NextState,
@@ -42,7 +43,7 @@ describe('classifyAttempt', () => {
 });
 
 describe('decideNextState: SPEC 3.1 and 6.6, row by row', () => {
-  it.each<[string, DeliveryState, AttemptResult, NextState]>([
+  it.each<[string, DeliveryState, AttemptResult, Omit<NextState, 'throttledStreak'>]>([
     // 2xx → succeeded, from any in-flight state
     ['2xx on the first attempt', { status: 'pending', cycleAttempts: 0 }, attempt(200),
       { status: 'succeeded', cycleAttempts: 1, nextRetryAt: null, webhookEffect: 'success', error: null }],
@@ -67,11 +68,15 @@ describe('decideNextState: SPEC 3.1 and 6.6, row by row', () => {
       { status: 'retrying', cycleAttempts: 2, nextRetryAt: at(600_000), webhookEffect: 'neutral', error: null }],
     ['429 with Retry-After over the 1 hour cap', { status: 'retrying', cycleAttempts: 1 }, attempt(429, 'http_429', '86400'),
       { status: 'retrying', cycleAttempts: 1, nextRetryAt: at(3_600_000), webhookEffect: 'neutral', error: null }],
-    ['429 with Retry-After 0', { status: 'pending', cycleAttempts: 0 }, attempt(429, 'http_429', '0'),
-      { status: 'pending', cycleAttempts: 0, nextRetryAt: now, webhookEffect: 'neutral', error: null }],
-    ['429 with a Retry-After date in the past', { status: 'retrying', cycleAttempts: 3 },
+    // Retry-After never shortens the wait below the next scheduled delay: 0 or a past date does not retry at once.
+    ['429 with Retry-After 0 waits the next scheduled delay', { status: 'pending', cycleAttempts: 0 }, attempt(429, 'http_429', '0'),
+      { status: 'pending', cycleAttempts: 0, nextRetryAt: at(5_000), webhookEffect: 'neutral', error: null }],
+    ['429 with a Retry-After date in the past waits the next scheduled delay', { status: 'retrying', cycleAttempts: 3 },
       attempt(429, 'http_429', 'Thu, 21 Nov 2024 17:00:00 GMT'),
-      { status: 'retrying', cycleAttempts: 3, nextRetryAt: now, webhookEffect: 'neutral', error: null }],
+      { status: 'retrying', cycleAttempts: 3, nextRetryAt: at(1_800_000), webhookEffect: 'neutral', error: null }],
+    ['429 with a Retry-After shorter than the schedule waits the schedule', { status: 'retrying', cycleAttempts: 2 },
+      attempt(429, 'http_429', '1'),
+      { status: 'retrying', cycleAttempts: 2, nextRetryAt: at(300_000), webhookEffect: 'neutral', error: null }],
     ['429 on the first attempt without Retry-After waits schedule[1], not 0', { status: 'pending', cycleAttempts: 0 },
       attempt(429, 'http_429'),
       { status: 'pending', cycleAttempts: 0, nextRetryAt: at(5_000), webhookEffect: 'neutral', error: null }],
@@ -113,14 +118,15 @@ describe('decideNextState: SPEC 3.1 and 6.6, row by row', () => {
     ['first attempt of a manual retry fails', { status: 'pending', cycleAttempts: 0 }, attempt(503, 'http_503'),
       { status: 'retrying', cycleAttempts: 1, nextRetryAt: at(5_000), webhookEffect: 'failure', error: null }],
   ])('%s', (_label, state, result, expected) => {
-    expect(decideNextState(state, result, opts)).toEqual(expected);
+    const throttledStreak = result.statusCode === 429 ? 1 : 0;
+    expect(decideNextState(state, result, opts)).toEqual({ ...expected, throttledStreak });
   });
 });
 
 describe('decideNextState: the attempt limit', () => {
   /** Runs a sequence of status codes from a fresh delivery and returns every state it passed through. */
   function run(statuses: number[], random: () => number = () => 0.5): NextState[] {
-    let state: DeliveryState = { status: 'pending', cycleAttempts: 0 };
+    let state: DeliveryState = { status: 'pending', cycleAttempts: 0, throttledStreak: 0 };
     const seen: NextState[] = [];
     for (const status of statuses) {
       const next = decideNextState(state, attempt(status), { ...opts, random });
@@ -157,14 +163,34 @@ describe('decideNextState: the attempt limit', () => {
     expect(states.map((s) => s.cycleAttempts)).toEqual([0, 0, 0, 1, 1]);
   });
 
-  it('keeps a delivery in flight through any number of 429s', () => {
-    const states = run(Array(100).fill(429));
-    expect(states.every((s) => s.status === 'pending' && s.cycleAttempts === 0)).toBe(true);
+  it('keeps a delivery in flight through MAX_CONSECUTIVE_THROTTLED 429s in a row', () => {
+    expect(MAX_CONSECUTIVE_THROTTLED).toBe(20);
+    const states = run(Array(MAX_CONSECUTIVE_THROTTLED).fill(429));
+    expect(states.every((s) => s.status === 'pending' && s.cycleAttempts === 0 && s.webhookEffect === 'neutral')).toBe(true);
+    expect(states.at(-1)?.throttledStreak).toBe(MAX_CONSECUTIVE_THROTTLED);
+  });
+
+  it('counts every 429 past the cap as a failed attempt, so an always-429 receiver sees a bounded number of requests', () => {
+    const states = run(Array(200).fill(429));
+    const final = states.findIndex((s) => s.status === 'failed');
+    expect(final + 1).toBe(MAX_CONSECUTIVE_THROTTLED + SCHEDULE.length);
+    expect(states[final]).toMatchObject({ error: 'attempts_exhausted', cycleAttempts: SCHEDULE.length, webhookEffect: 'failure' });
+    expect(states[MAX_CONSECUTIVE_THROTTLED]).toMatchObject({ status: 'retrying', cycleAttempts: 1, webhookEffect: 'failure' });
+  });
+
+  it('resets the 429 streak on any other answer', () => {
+    const states = run([...Array(MAX_CONSECUTIVE_THROTTLED).fill(429), 500, ...Array(MAX_CONSECUTIVE_THROTTLED).fill(429)]);
+    expect(states[MAX_CONSECUTIVE_THROTTLED]?.throttledStreak).toBe(0);
+    expect(states.at(-1)).toMatchObject({ status: 'retrying', cycleAttempts: 1, webhookEffect: 'neutral', throttledStreak: MAX_CONSECUTIVE_THROTTLED });
+  });
+
+  it('treats a missing streak as 0 (rows written before the column existed)', () => {
+    expect(decideNextState({ status: 'pending', cycleAttempts: 0 }, attempt(429), opts).throttledStreak).toBe(1);
   });
 
   it('succeeds on a 2xx after 7 failures and 429s', () => {
     const states = run([500, 429, 500, 500, 500, 429, 500, 500, 500, 200]);
-    expect(states.at(-1)).toEqual({ status: 'succeeded', cycleAttempts: 8, nextRetryAt: null, webhookEffect: 'success', error: null });
+    expect(states.at(-1)).toEqual({ status: 'succeeded', cycleAttempts: 8, nextRetryAt: null, webhookEffect: 'success', throttledStreak: 0, error: null });
   });
 
   it('follows the length of a shortened schedule', () => {
@@ -209,7 +235,7 @@ describe('decideNextState: jitter', () => {
     expect(outside).toEqual([]);
   });
 
-  it('does not jitter a Retry-After', () => {
+  it('does not jitter a Retry-After longer than the scheduled delay', () => {
     for (const r of [0, 0.99]) {
       const next = decideNextState({ status: 'pending', cycleAttempts: 0 }, attempt(429, null, '60'), { ...opts, random: () => r });
       expect(next.nextRetryAt).toEqual(at(60_000));

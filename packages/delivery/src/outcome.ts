@@ -18,7 +18,16 @@ export interface DeliveryState {
   status: DeliveryStatus;
   /** Attempts of the current cycle that were not answered 429. */
   cycleAttempts: number;
+  /** Consecutive attempts answered 429 (column `throttled_streak`); reset by any other answer. Absent means 0. */
+  throttledStreak?: number;
 }
+
+/**
+ * Consecutive 429s a delivery absorbs without using up one of its attempts. Past it every further 429 counts as
+ * a failed attempt, so a receiver that always answers 429 sees at most this many plus the schedule's length of
+ * requests per cycle, and the delivery ends failed instead of being retried forever.
+ */
+export const MAX_CONSECUTIVE_THROTTLED = 20;
 
 /**
  * What an attempt does to the webhook's failure streak (CONTRACT 5): `success` ends it, `failure` starts or
@@ -33,6 +42,8 @@ export interface NextState {
   /** When the next automatic attempt is due; null when none is. */
   nextRetryAt: Date | null;
   webhookEffect: WebhookEffect;
+  /** Consecutive 429s including this attempt; 0 after any other answer. */
+  throttledStreak: number;
   /** Delivery-level error, set only when the delivery ends failed: `attempts_exhausted` or `gone`. */
   error: string | null;
 }
@@ -65,10 +76,11 @@ export interface DecideOptions {
  * - 410: failed with error `gone` whatever attempts remain, effect `gone`. The attempt counts.
  * - 429: cycleAttempts unchanged, so 429s never use up the attempt limit; status `pending` while no counted
  *   attempt has failed in this cycle (cycleAttempts 0), else `retrying`. The retry waits for Retry-After
- *   (capped at retryAfterCapSeconds, a date in the past meaning now); without a valid one it takes the delay the
- *   next counted attempt would get, schedule[cycleAttempts] — but at least schedule[1], because the first
- *   attempt's own delay is 0 and retrying a throttled endpoint immediately would only be throttled again.
- *   Effect `neutral`: the endpoint is not failing. The schedule fallback is not capped by the Retry-After cap.
+ *   (capped at retryAfterCapSeconds) but never less than the delay the next counted attempt would get,
+ *   schedule[cycleAttempts] and at least schedule[1] (the first attempt's own delay is 0): `Retry-After: 0` or
+ *   a date in the past must not retry at once. Effect `neutral`: the endpoint is not failing. The schedule floor
+ *   is not capped by the Retry-After cap. The MAX_CONSECUTIVE_THROTTLED + 1st 429 in a row, and every one after
+ *   it, is treated as a failure below (it counts, with effect `failure`).
  * - Anything else (other 4xx, 5xx, refused 3xx, 1xx, statusCode 0 for timeouts and connection errors): the
  *   attempt counts; once schedule.length attempts have counted the delivery fails with `attempts_exhausted`,
  *   otherwise it is retrying after the delay before the next attempt, schedule[cycleAttempts after counting].
@@ -76,41 +88,46 @@ export interface DecideOptions {
  *
  * The incoming status is not consulted: a delivery that is already final must not be attempted at all, which is
  * the caller's check. A cycleAttempts at or past the limit (a shortened schedule after a config change) makes the
- * next failure final and a 429 wait for the last scheduled delay. Throws RangeError only for a 429 without a
- * usable Retry-After when the schedule is empty.
+ * next failure final and a 429 wait for the last scheduled delay. Throws RangeError only for a 429 when the schedule
+ * is empty.
  */
 export function decideNextState(state: DeliveryState, result: AttemptResult, opts: DecideOptions): NextState {
   const { now, schedule, retryAfterCapSeconds, random = Math.random } = opts;
   const limit = schedule.length;
   const after = (ms: number) => new Date(now.getTime() + ms);
 
-  switch (classifyAttempt(result.statusCode)) {
+  const classified = classifyAttempt(result.statusCode);
+  const throttledStreak = classified === 'throttled' ? (state.throttledStreak ?? 0) + 1 : 0;
+  const counted = classified === 'throttled' && throttledStreak > MAX_CONSECUTIVE_THROTTLED ? 'failure' : classified;
+
+  switch (counted) {
     case 'success':
-      return { status: 'succeeded', cycleAttempts: state.cycleAttempts + 1, nextRetryAt: null, webhookEffect: 'success', error: null };
+      return { status: 'succeeded', cycleAttempts: state.cycleAttempts + 1, nextRetryAt: null, webhookEffect: 'success', throttledStreak, error: null };
     case 'gone':
-      return { status: 'failed', cycleAttempts: state.cycleAttempts + 1, nextRetryAt: null, webhookEffect: 'gone', error: 'gone' };
+      return { status: 'failed', cycleAttempts: state.cycleAttempts + 1, nextRetryAt: null, webhookEffect: 'gone', throttledStreak, error: 'gone' };
     case 'throttled': {
-      const waitMs =
-        parseRetryAfter(result.retryAfter, now, retryAfterCapSeconds) ??
-        retryDelayMs(schedule, Math.min(Math.max(state.cycleAttempts + 1, 2), limit), random);
+      const floorMs = retryDelayMs(schedule, Math.min(Math.max(state.cycleAttempts + 1, 2), limit), random);
+      const askedMs = parseRetryAfter(result.retryAfter, now, retryAfterCapSeconds);
       return {
         status: state.cycleAttempts === 0 ? 'pending' : 'retrying',
         cycleAttempts: state.cycleAttempts,
-        nextRetryAt: after(waitMs),
+        nextRetryAt: after(Math.max(askedMs ?? 0, floorMs)),
         webhookEffect: 'neutral',
+        throttledStreak,
         error: null,
       };
     }
     case 'failure': {
       const cycleAttempts = state.cycleAttempts + 1;
       if (cycleAttempts >= limit) {
-        return { status: 'failed', cycleAttempts, nextRetryAt: null, webhookEffect: 'failure', error: 'attempts_exhausted' };
+        return { status: 'failed', cycleAttempts, nextRetryAt: null, webhookEffect: 'failure', throttledStreak, error: 'attempts_exhausted' };
       }
       return {
         status: 'retrying',
         cycleAttempts,
         nextRetryAt: after(retryDelayMs(schedule, cycleAttempts + 1, random)),
         webhookEffect: 'failure',
+        throttledStreak,
         error: null,
       };
     }

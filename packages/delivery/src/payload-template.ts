@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto';
 import { EVENT_CATALOGUE, eventType, type PayloadFieldType } from '@gatehook/core/event-catalogue';
 import { actionTitle } from '@gatehook/core/titles';
-import { parseTemplate, TemplateError, type Template } from '@gatehook/templates/template';
+import { parseTemplate, TemplateError, type ExecLimits, type Template } from '@gatehook/templates/template';
 import type { AuditEventData } from './envelope';
 import { jsonProblem } from './json-check';
 
@@ -74,6 +73,13 @@ function describe(error: unknown): string {
   return error instanceof TemplateError ? error.message : (error as Error).message;
 }
 
+/**
+ * The save-time render runs on the API's event loop while a request waits: a quarter of a second at most, so
+ * that a hostile template costs one slow 422 and `/healthz` still answers within a second. The sample event is
+ * small; a real template renders it in microseconds. Output and steps are bounded as at delivery.
+ */
+export const SAVE_RENDER_LIMITS: Partial<ExecLimits> = { maxDurationMs: 250 };
+
 export type TemplateCheck = { ok: true; template: Template } | { ok: false; message: string };
 
 /**
@@ -91,7 +97,7 @@ export function checkPayloadTemplate(text: string, vars: Record<string, string>,
   if (unset.length > 0) return { ok: false, message: `the template uses unset variable${unset.length > 1 ? 's' : ''} ${unset.map((n) => `.Vars.${n}`).join(', ')}` };
   let output: string;
   try {
-    output = template.execute(templateData(sampleEvent(events), vars));
+    output = template.execute(templateData(sampleEvent(events), vars), { limits: SAVE_RENDER_LIMITS });
   } catch (error) {
     return { ok: false, message: `rendering a sample event failed: ${describe(error)}` };
   }
@@ -100,35 +106,20 @@ export function checkPayloadTemplate(text: string, vars: Record<string, string>,
   return { ok: true, template };
 }
 
-/** Compiled templates by webhook, reused across events; a changed template text gets a new entry. */
-export class TemplateCache {
-  private readonly entries = new Map<string, { hash: string; compiled: Template | Error }>();
-
-  constructor(private readonly maxEntries = 10_000) {}
-
-  /** The compiled template, or the parse error of a stored template that no longer parses. */
-  get(webhookId: string, text: string): Template | Error {
-    const hash = createHash('sha256').update(text).digest('base64url');
-    const hit = this.entries.get(webhookId);
-    if (hit && hit.hash === hash) return hit.compiled;
-    let compiled: Template | Error;
-    try {
-      compiled = parseTemplate('template', text);
-    } catch (error) {
-      compiled = new Error(describe(error));
-    }
-    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
-    this.entries.set(webhookId, { hash, compiled });
-    return compiled;
-  }
-}
-
-/** Renders one event through a compiled template and checks the result is JSON with unique member names. */
-export function renderWithTemplate(template: Template | Error, event: AuditEventData, vars: Record<string, string>): { ok: true; json: string } | { ok: false; error: string } {
+/**
+ * Renders one event through a compiled template and checks the result is JSON with unique member names. `limits`
+ * narrows the execution limits: renders on the API's event loop (the test send) should pass SAVE_RENDER_LIMITS.
+ */
+export function renderWithTemplate(
+  template: Template | Error,
+  event: AuditEventData,
+  vars: Record<string, string>,
+  limits?: Partial<ExecLimits>,
+): { ok: true; json: string } | { ok: false; error: string } {
   if (template instanceof Error) return { ok: false, error: `the stored template no longer parses: ${template.message}` };
   let output: string;
   try {
-    output = template.execute(templateData(event, vars));
+    output = template.execute(templateData(event, vars), limits ? { limits } : {});
   } catch (error) {
     return { ok: false, error: describe(error) };
   }

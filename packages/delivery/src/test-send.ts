@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { SecretBox } from '@gatehook/core/encryption';
 import { USER_AGENT } from '@gatehook/core/version';
-import type { Webhook } from '@gatehook/db/generated/client';
+import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import type { Sender } from './attempt';
 import { packBodies } from './bodies';
-import { envelopeRenderer, type EventRenderer } from './deliveries';
 import type { AuditEventData } from './envelope';
 import { deliveryHeaders } from './signing';
+import { toLiveWebhook } from './webhook-configs';
 
 /** SPEC 2.3: the result of a test send. */
 export interface TestResult {
@@ -18,7 +18,7 @@ export interface TestResult {
 }
 
 /** The `webhook.test` event of a test send; never stored and never fanned out. */
-export function testEvent(webhook: Pick<Webhook, 'id' | 'orgId' | 'name'>, now = new Date()): AuditEventData {
+export function testEvent(webhook: Pick<StoredWebhook, 'id' | 'orgId' | 'name'>, now = new Date()): AuditEventData {
   return {
     id: randomUUID(),
     org_id: webhook.orgId,
@@ -41,18 +41,18 @@ export function testEvent(webhook: Pick<Webhook, 'id' | 'orgId' | 'name'>, now =
  * Sends a `webhook.test` event to one webhook whatever its status, ignoring its condition but using its template,
  * format, headers and secrets, and waits for the answer (SPEC 4.2). It neither starts nor ends a failure streak.
  */
-export async function sendTestEvent(deps: { box: SecretBox; send: Sender; renderer?: () => EventRenderer }, webhook: Webhook): Promise<TestResult> {
+export async function sendTestEvent(deps: { box: SecretBox; send: Sender }, stored: StoredWebhook): Promise<TestResult> {
   const now = new Date();
-  const rendered = (deps.renderer ?? envelopeRenderer)()(webhook, testEvent(webhook, now));
+  const webhook = toLiveWebhook(stored, deps.box);
+  if (webhook.unreadable) return { success: false, error: webhook.unreadable, duration_ms: 0 };
+  const rendered = webhook.render(testEvent(webhook, now));
   if (!rendered.ok) return { success: false, error: `template_error: ${rendered.error}`, duration_ms: 0 };
   const { bodies } = packBodies(webhook.format, [{ eventId: randomUUID(), json: rendered.json }], webhook.maxEvents);
   const body = bodies[0];
   if (!body) return { success: false, error: 'payload_too_large', duration_ms: 0 };
 
-  const secrets = [deps.box.decrypt(webhook.secretEncrypted)];
-  if (webhook.previousSecretEncrypted && webhook.previousSecretValidUntil && webhook.previousSecretValidUntil > now) {
-    secrets.push(deps.box.decrypt(webhook.previousSecretEncrypted));
-  }
+  const secrets = [webhook.secret];
+  if (webhook.previousSecret && webhook.previousSecretValidUntil && webhook.previousSecretValidUntil > now) secrets.push(webhook.previousSecret);
   const headers = deliveryHeaders({
     deliveryId: randomUUID(),
     timestampSeconds: Math.floor(now.getTime() / 1000),
@@ -60,9 +60,9 @@ export async function sendTestEvent(deps: { box: SecretBox; send: Sender; render
     secrets,
     contentType: body.contentType,
     userAgent: USER_AGENT,
-    custom: webhook.headersEncrypted ? deps.box.decryptMap(webhook.headersEncrypted) : {},
+    custom: webhook.headers,
   });
-  const result = await deps.send({ url: deps.box.decrypt(webhook.urlEncrypted), headers, body: body.body });
+  const result = await deps.send({ url: webhook.url, headers, body: body.body });
   return {
     success: result.error === null && result.statusCode >= 200 && result.statusCode < 300,
     ...(result.statusCode > 0 ? { status_code: result.statusCode } : {}),

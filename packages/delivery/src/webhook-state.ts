@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { AppError } from '@gatehook/core/errors';
 import { recordAuditEvent } from '@gatehook/db/audit-events';
-import type { Prisma } from '@gatehook/db/client';
+import type { Db, Prisma } from '@gatehook/db/client';
+import type { Webhook } from '@gatehook/db/generated/client';
+import type { DeliveryQueues } from './jobs';
+import type { WebhookConfigs } from './webhook-configs';
+
+/** Announces, after commit, that an organisation's webhooks changed, so every process drops its cached copy. */
+export type WebhookAnnouncer = (orgId: string) => Promise<void>;
 
 export type AutomaticDisableReason = 'gone' | 'circuit_breaker' | 'template_error';
 
@@ -17,10 +24,47 @@ const reasonText: Record<AutomaticDisableReason, string> = {
 export async function cancelQueuedWork(tx: Prisma.TransactionClient, webhookId: string, error: 'webhook_paused' | 'webhook_disabled'): Promise<number> {
   const cancelled = await tx.delivery.updateMany({
     where: { webhookId, status: { in: ['pending', 'retrying'] } },
-    data: { status: 'failed', error, nextRetryAt: null, leasedUntil: null },
+    // The lease stays: an attempt in flight keeps it until it is recorded, so a resume and retry cannot send twice.
+    data: { status: 'failed', error, nextRetryAt: null },
   });
   await tx.batchItem.deleteMany({ where: { webhookId } });
   return cancelled.count;
+}
+
+/** The status changes an admin asks for (SPEC 3.2), next to the automatic disables below. */
+export type ManualStatusOperation = 'enable' | 'disable' | 'pause' | 'resume';
+
+/**
+ * Applies an admin's status change to a webhook row the caller has locked, in its transaction: enable and resume
+ * make it active, clear the failure streak and deliver only events received from now on (`activeSince`);
+ * disable (reason manual) and pause stop deliveries and drop what is queued. Returns the updated row, or
+ * `current` itself when the webhook already is where it was asked to go. A change SPEC 3.2 does not allow (resume
+ * a disabled webhook, pause a disabled one) is a 409.
+ */
+export async function changeStatusManually(tx: Prisma.TransactionClient, current: Webhook, operation: ManualStatusOperation, now: Date): Promise<Webhook> {
+  let data: Prisma.WebhookUpdateInput;
+  switch (operation) {
+    case 'enable':
+    case 'resume':
+      if (operation === 'resume' && current.status === 'disabled') {
+        throw new AppError('conflict', 'A disabled webhook is re-enabled with enable, not resume');
+      }
+      if (current.status === 'active') return current;
+      data = { status: 'active', disabledReason: null, failingSince: null, activeSince: now };
+      break;
+    case 'disable':
+      if (current.status === 'disabled') return current;
+      data = { status: 'disabled', disabledReason: 'manual' };
+      break;
+    case 'pause':
+      if (current.status === 'paused') return current;
+      if (current.status === 'disabled') throw new AppError('conflict', 'A disabled webhook cannot be paused; enable it first');
+      data = { status: 'paused', disabledReason: null };
+      break;
+  }
+  const updated = await tx.webhook.update({ where: { id: current.id }, data });
+  if (updated.status !== 'active') await cancelQueuedWork(tx, current.id, updated.status === 'paused' ? 'webhook_paused' : 'webhook_disabled');
+  return updated;
 }
 
 /**
@@ -66,4 +110,23 @@ export async function disableWebhookAutomatically(
     payload: { webhook_id: webhook.id, webhook_name: webhook.name, reason },
   });
   return { orgId: webhook.orgId, auditEventId };
+}
+
+/**
+ * The engine's automatic disable: commits {@link disableWebhookAutomatically}, then makes every process see it
+ * (local cache, pub/sub) and hands the `webhook.disabled` event to fan-out at once. Announcing never fails the
+ * caller: a lost message is covered by the caches' TTL and the event by the reconciler.
+ */
+export async function disableWebhook(
+  ctx: { db: Db; queues: DeliveryQueues; configs: WebhookConfigs; announce: WebhookAnnouncer },
+  orgId: string,
+  webhookId: string,
+  reason: AutomaticDisableReason,
+): Promise<boolean> {
+  const disabled = await ctx.db.$transaction((tx) => disableWebhookAutomatically(tx, webhookId, reason));
+  ctx.configs.invalidate(orgId);
+  if (!disabled) return false;
+  await ctx.announce(orgId).catch(() => undefined);
+  await ctx.queues.fanout(disabled.orgId, [disabled.auditEventId]).catch(() => undefined);
+  return true;
 }

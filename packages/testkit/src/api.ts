@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { Redis } from 'ioredis';
 import { createApp } from '@gatehook/api/app';
+import { startApiKeyCache } from '@gatehook/api/http/api-keys';
+import { InvalidationBus } from '@gatehook/cache/invalidation';
 import { startConfiguredRateLimiter } from '@gatehook/api/services/rate-limit-check';
 import { parseConfig, type Config } from '@gatehook/core/config';
 import { SecretBox } from '@gatehook/core/encryption';
@@ -46,6 +48,8 @@ export function testConfig(env: Record<string, string> = {}): Config {
     REDIS_PREFIX: `test_${randomBytes(6).toString('hex')}`,
     LOG_LEVEL: 'silent',
     NODE_ENV: 'test',
+    // Tests hammer management routes; the throttling tests turn it on with their own values.
+    API_RATE_LIMIT_PER_SECOND: '0',
     ...env,
   });
 }
@@ -58,11 +62,16 @@ export async function startTestApi(
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1 });
   const queues = options.queues === false ? undefined : new DeliveryQueues(redis, config.REDIS_PREFIX);
   const egress = egressClientFromConfig(config);
-  const rateLimiting = await startConfiguredRateLimiter(config, db, { queues });
+  const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+  subscriber.on('error', () => undefined);
+  const bus = new InvalidationBus(subscriber, config.REDIS_PREFIX);
+  const apiKeys = await startApiKeyCache(config, db, bus);
+  const rateLimiting = await startConfiguredRateLimiter(config, db, { queues, bus });
   const app = createApp({
     config,
     db,
     redis,
+    apiKeys,
     limiter: rateLimiting.limiter,
     ...(queues ? { queues } : {}),
     send: (request) => egress.send(request),
@@ -103,6 +112,7 @@ export async function startTestApi(
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       await Promise.allSettled([queues?.close(), egress.close(), rateLimiting.close()]);
+      subscriber.disconnect();
       await Promise.allSettled([db.$disconnect(), closeRedis(redis)]);
     },
   };

@@ -160,6 +160,8 @@ export async function startPostgresServer(): Promise<PostgresServer> {
 
 export interface ServiceProcess {
   port: number;
+  /** The OS process id (benchmarks read its CPU time from /proc). */
+  pid: number;
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
@@ -176,6 +178,7 @@ export async function startServiceProcess(app: 'api' | 'worker', env: Record<str
   await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 30_000, `${app} process`);
   return {
     port,
+    pid: child.pid!,
     async kill(signal: NodeJS.Signals = 'SIGKILL') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       await exited;

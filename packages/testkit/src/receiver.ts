@@ -67,6 +67,9 @@ export async function startReceiver(reply: ReplyFn = () => ({ status: 200, body:
       }
     };
     res.on('close', finish);
+    // A sender that goes away mid-request (a worker killed or timing out) resets the connection: ordinary here.
+    req.on('error', () => undefined);
+    res.on('error', () => undefined);
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
       const received: ReceivedRequest = {

@@ -1,8 +1,12 @@
+import { publishInvalidation } from '@gatehook/cache/invalidation';
 import type { Config } from '@gatehook/core/config';
+import type { Prisma } from '@gatehook/db/client';
+import { WEBHOOKS_TOPIC } from '@gatehook/delivery/webhook-configs';
 import { createTestOrg, startTestApi, testConfig, type TestApi, type TestOrg } from './api';
 import { createTestDatabase } from './database';
 import { startTestEngine } from './engine';
 import { startReceiver, testCa, type ReplyFn, type TestReceiver } from './receiver';
+import { until } from './until';
 
 export interface Stack {
   config: Config;
@@ -13,8 +17,19 @@ export interface Stack {
   receiver(reply?: ReplyFn): Promise<TestReceiver>;
   /** Creates a webhook pointing at a receiver; returns its id and signing secret. */
   webhook(receiver: TestReceiver, body?: Record<string, unknown>, path?: string): Promise<{ id: string; secret: string }>;
+  /**
+   * Writes a webhook row behind the API's back (a stored value the API would refuse today) and, like every
+   * writer of webhook configuration, announces it to the workers' caches.
+   */
+  writeWebhookRow(webhookId: string, data: Prisma.WebhookUpdateInput): Promise<void>;
   /** Ingests events through the API and returns their ids. */
   ingest(events: Record<string, unknown>[]): Promise<string[]>;
+  /**
+   * Waits until nothing more can happen to these events: each is fanned out, none waits in a batch buffer, and
+   * every delivery holding one is final (succeeded or failed) with no attempt in flight (no lease). After this,
+   * what a receiver got is all it will ever get for them, so a test may assert that something did not happen.
+   */
+  settle(eventIds: readonly string[], timeoutMs?: number): Promise<void>;
   /** Polls the API until a delivery list satisfies `predicate`. */
   deliveries(webhookId: string, predicate: (items: DeliveryView[]) => boolean, timeoutMs?: number): Promise<DeliveryView[]>;
   close(): Promise<void>;
@@ -65,10 +80,31 @@ export async function startStack(env: Record<string, string> = {}, options: { re
       if (r.status !== 201) throw new Error(`webhook create failed: ${r.status} ${r.text}`);
       return { id: r.body.id, secret: r.body.secret };
     },
+    async writeWebhookRow(webhookId, data) {
+      await api.db.webhook.update({ where: { id: webhookId }, data });
+      await publishInvalidation(api.redis, config.REDIS_PREFIX, WEBHOOKS_TOPIC, [org.orgId]);
+    },
     async ingest(events) {
       const r = await api.call('POST', '/audit-events', { key: org.admin, body: { events } });
       if (r.status !== 202) throw new Error(`ingest failed: ${r.status} ${r.text}`);
       return r.body.ids;
+    },
+    async settle(eventIds, timeoutMs = 15_000) {
+      const ids = [...eventIds];
+      await until(
+        async () => {
+          const [unclaimed, buffered, open] = await Promise.all([
+            api.db.pendingFanout.count({ where: { orgId: org.orgId, eventId: { in: ids } } }),
+            api.db.batchItem.count({ where: { orgId: org.orgId, eventId: { in: ids } } }),
+            api.db.delivery.count({
+              where: { orgId: org.orgId, eventIds: { hasSome: ids }, OR: [{ status: { in: ['pending', 'retrying'] } }, { leasedUntil: { not: null } }] },
+            }),
+          ]);
+          return unclaimed + buffered + open;
+        },
+        (remaining) => remaining === 0,
+        timeoutMs,
+      );
     },
     async deliveries(webhookId, predicate, timeoutMs = 15_000) {
       const deadline = Date.now() + timeoutMs;

@@ -1,20 +1,33 @@
 import type { Request } from 'express';
 import { hasPermission, looksLikeApiKey, type Permission, type Principal } from '@gatehook/core/api-keys';
 import { AppError } from '@gatehook/core/errors';
-import { findPrincipal } from '@gatehook/db/api-keys';
-import type { Db } from '@gatehook/db/client';
+import type { ApiKeyCache } from './api-keys';
 
 /** What a route requires of its caller. */
 export type Access = { kind: 'public' } | { kind: 'key' } | { kind: 'admin' } | { kind: 'permission'; permission: Permission };
 
-/** Resolves the bearer key of a request into its principal, or throws 401. */
-export async function authenticate(db: Db, req: Request): Promise<Principal> {
-  const header = req.get('authorization') ?? '';
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  const token = match?.[1];
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+function unknownKey(): AppError {
+  return new AppError('unauthorized', 'The API key is unknown or revoked');
+}
+
+/**
+ * Resolves the bearer key of a request into its principal, or throws 401. Synchronous when the key is cached, so
+ * the check route's common case awaits nothing before the limiter.
+ */
+export function authenticate(keys: ApiKeyCache, req: Request): Principal | Promise<Principal> {
+  const header = req.headers.authorization ?? '';
+  const token = BEARER.exec(header)?.[1];
   if (!token || !looksLikeApiKey(token)) throw new AppError('unauthorized', 'A valid API key is required (Authorization: Bearer ghk_...)');
-  const principal = await findPrincipal(db, token);
-  if (!principal) throw new AppError('unauthorized', 'The API key is unknown or revoked');
+  const principal = keys.principalOf(token);
+  if (principal === null) throw unknownKey();
+  if (principal instanceof Promise) {
+    return principal.then((found) => {
+      if (!found) throw unknownKey();
+      return found;
+    });
+  }
   return principal;
 }
 

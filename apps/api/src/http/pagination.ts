@@ -15,19 +15,48 @@ export const pageQuery = {
   cursor: z.string().max(200).optional(),
 };
 
+function encode(fields: Record<string, string>): string {
+  return Buffer.from(JSON.stringify(fields)).toString('base64url');
+}
+
+function decode<T>(value: string, schema: z.ZodType<T>): T {
+  try {
+    return schema.parse(JSON.parse(Buffer.from(value, 'base64url').toString('utf8')));
+  } catch {
+    throw new AppError('bad_request', 'Invalid query parameter', [{ path: 'cursor', message: 'not a cursor returned by this API' }]);
+  }
+}
+
 export function encodeCursor(cursor: Cursor): string {
-  return Buffer.from(JSON.stringify({ c: cursor.createdAt.toISOString(), i: cursor.id })).toString('base64url');
+  return encode({ c: cursor.createdAt.toISOString(), i: cursor.id });
 }
 
 /** Decodes a cursor from the query string, or throws 400 naming `cursor`. */
 export function decodeCursor(value: string | undefined): Cursor | undefined {
   if (value === undefined) return undefined;
-  try {
-    const parsed = cursorSchema.parse(JSON.parse(Buffer.from(value, 'base64url').toString('utf8')));
-    return { createdAt: new Date(parsed.c), id: parsed.i };
-  } catch {
-    throw new AppError('bad_request', 'Invalid query parameter', [{ path: 'cursor', message: 'not a cursor returned by this API' }]);
-  }
+  const parsed = decode(value, cursorSchema);
+  return { createdAt: new Date(parsed.c), id: parsed.i };
+}
+
+// Rows keyed by an increasing sequence number (delivery attempts) page by that number alone.
+const sequenceCursorSchema = z.object({ s: z.string().regex(/^\d{1,19}$/) });
+
+/** The cursor after a row numbered `sequence`, for lists ordered by a bigint key. */
+export function encodeSequenceCursor(sequence: bigint): string {
+  return encode({ s: sequence.toString() });
+}
+
+/** Decodes a sequence cursor from the query string, or throws 400 naming `cursor`. */
+export function decodeSequenceCursor(value: string | undefined): bigint | undefined {
+  if (value === undefined) return undefined;
+  return BigInt(decode(value, sequenceCursorSchema).s);
+}
+
+/** Splits `limit + 1` rows fetched in descending sequence into a page and the cursor of the next one. */
+export function sequencePage<T extends { id: bigint }>(rows: T[], limit: number): { items: T[]; nextCursor: string | null } {
+  const items = rows.slice(0, limit);
+  const last = items.at(-1);
+  return { items, nextCursor: rows.length > limit && last ? encodeSequenceCursor(last.id) : null };
 }
 
 /** Splits `limit + 1` fetched rows into a page and the cursor of the next one. */

@@ -2,9 +2,10 @@ import type { NextFunction, Request, Response, Router } from 'express';
 import type { z } from 'zod';
 import type { Principal } from '@gatehook/core/api-keys';
 import { AppError } from '@gatehook/core/errors';
+import type { ApiKeyCache } from './api-keys';
 import { authenticate, authorize, type Access } from './auth';
+import { UNTHROTTLED_ROUTES, type ManagementThrottle } from './throttle';
 import { parseBody, parseParams, parseQuery } from './validation';
-import type { Db } from '@gatehook/db/client';
 
 export interface RouteResult {
   status: number;
@@ -54,14 +55,23 @@ export function defineRoute<P extends z.ZodType | undefined = undefined, Q exten
   return def as unknown as AnyRoute;
 }
 
-/** Mounts routes on an Express router: auth, then params, query and body validation, then the handler. */
-export function mountRoutes(router: Router, db: Db, routes: readonly AnyRoute[]): void {
+/**
+ * Mounts routes on an Express router: auth, management throttling (CONTRACT 14; null when turned off), then params,
+ * query and body validation, then the handler.
+ */
+export function mountRoutes(router: Router, keys: ApiKeyCache, throttle: ManagementThrottle | null, routes: readonly AnyRoute[]): void {
   for (const route of routes) {
     const expressPath = route.path.replace(/\{(\w+)\}/g, ':$1');
+    const throttled = throttle && route.access.kind !== 'public' && !UNTHROTTLED_ROUTES.has(`${route.method} ${route.path}`) ? throttle : null;
     router[route.method](expressPath, async (req: Request, res: Response, next: NextFunction) => {
       try {
-        const principal = route.access.kind === 'public' ? (null as unknown as Principal) : await authenticate(db, req);
-        if (route.access.kind !== 'public') authorize(principal, route.access);
+        let principal = null as unknown as Principal;
+        if (route.access.kind !== 'public') {
+          principal = await authenticate(keys, req);
+          // Before authorisation: requests a key may not make count against it too.
+          if (throttled) await throttled.admit(principal);
+          authorize(principal, route.access);
+        }
         const params = route.params ? parseParams(route.params, req.params) : undefined;
         const query = route.query ? parseQuery(route.query, req.query) : undefined;
         const body = route.body ? parseBody(route.body, req) : undefined;

@@ -34,10 +34,10 @@ export function parseQuery<T extends z.ZodType>(schema: T, query: unknown): z.ou
 }
 
 /**
- * JSON bodies: not JSON or not an object is a 400; a field rule broken is a 422 with the field's path, and so is a
- * string Postgres cannot store (NUL, unpaired surrogates) or nesting past the depth limit, whatever the route.
+ * The JSON object body of a request, not yet walked: a missing body or one that is not an object is a 400. For
+ * routes that validate the contents themselves in one walk (ingestion); every other route uses parseBody.
  */
-export function parseBody<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
+export function objectBody(req: Request): Record<string, unknown> {
   const body: unknown = req.body;
   if (body === undefined) {
     const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
@@ -46,7 +46,17 @@ export function parseBody<T extends z.ZodType>(schema: T, req: Request): z.outpu
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new AppError('bad_request', 'The request body must be a JSON object');
   }
+  return body as Record<string, unknown>;
+}
+
+/**
+ * JSON bodies: not JSON or not an object is a 400; a field rule broken is a 422 with the field's path, and so is a
+ * string Postgres cannot store (NUL, unpaired surrogates) or nesting past the depth limit, whatever the route.
+ */
+export function parseBody<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
+  const body = objectBody(req);
   const unstorable = findUnstorable(body);
+  if (unstorable?.tooLarge) throw new AppError('payload_too_large', 'The request body has too many JSON values', [unstorable]);
   if (unstorable) throw validationError([unstorable]);
   const result = schema.safeParse(body);
   if (!result.success) throw validationError(issuesToDetails(result.error.issues));

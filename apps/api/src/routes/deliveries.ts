@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { pageQuery } from '../http/pagination';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { errorResponses, idParams } from '../http/schemas';
-import { getDelivery, listDeliveries, retryDelivery, testWebhook, type DeliveryDeps } from '../services/deliveries';
+import { getDelivery, listAttempts, listDeliveries, MAX_INLINE_ATTEMPTS, retryDelivery, testWebhook, type DeliveryDeps } from '../services/deliveries';
 
 const DELIVERY_STATUSES = ['pending', 'retrying', 'succeeded', 'failed'] as const;
 
@@ -19,7 +19,11 @@ const deliverySchema = z.object({
   status: z.enum(DELIVERY_STATUSES),
   event_count: z.number().int(),
   attempt_count: z.number().int(),
-  attempts: z.array(attemptSchema).describe('oldest first'),
+  attempts: z.array(attemptSchema).describe(`the latest ${MAX_INLINE_ATTEMPTS} attempts at most, oldest first`),
+  attempts_cursor: z
+    .string()
+    .nullable()
+    .describe(`null when attempts holds every attempt; otherwise the cursor for GET /webhooks/{id}/deliveries/{delivery_id}/attempts that continues with the older ones`),
   next_retry_at: z.iso.datetime().optional().describe('absent when no automatic attempt is pending'),
   retryable: z.boolean(),
   created_at: z.iso.datetime(),
@@ -57,6 +61,17 @@ export function deliveryRoutes(deps: DeliveryDeps): AnyRoute[] {
       responses: { 200: { description: 'The delivery', schema: deliveryDetailSchema }, ...errorResponses(401, 403, 404) },
       async handler({ principal, params }) {
         return { status: 200, body: await getDelivery(deps, principal.orgId, params.id, params.delivery_id) };
+      },
+    }),
+    defineRoute({
+      method: 'get', path: '/webhooks/{id}/deliveries/{delivery_id}/attempts', operationId: 'listDeliveryAttempts', tag: 'deliveries',
+      summary: 'Every attempt of a delivery, newest first, a page at a time (start from attempts_cursor to skip the ones shown inline)',
+      access: { kind: 'permission', permission: 'manage_webhooks' },
+      params: deliveryParams,
+      query: z.object(pageQuery),
+      responses: { 200: { description: 'A page of attempts', schema: z.object({ items: z.array(attemptSchema), next_cursor: z.string().nullable() }) }, ...errorResponses(400, 401, 403, 404) },
+      async handler({ principal, params, query }) {
+        return { status: 200, body: await listAttempts(deps, principal.orgId, params.id, params.delivery_id, query) };
       },
     }),
     defineRoute({

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { createWebhookSchema, patchWebhookSchema, WEBHOOK_STATUSES, webhookSchema } from '@gatehook/core/webhook-schema';
+import type { ManualStatusOperation } from '@gatehook/delivery/webhook-state';
 import { actorOf } from '../http/actor';
 import { pageQuery } from '../http/pagination';
 import { defineRoute, type AnyRoute } from '../http/route';
@@ -12,7 +13,6 @@ import {
   listWebhooks,
   rotateSecret,
   updateWebhook,
-  type StatusOperation,
   type WebhookDeps,
 } from '../services/webhooks';
 
@@ -22,7 +22,7 @@ const createdSchema = webhookSchema.extend({
 const listSchema = z.object({ items: z.array(webhookSchema), next_cursor: z.string().nullable() });
 const rotatedSchema = z.object({ secret: z.string(), previous_valid_until: z.iso.datetime() });
 
-const statusOperations: { operation: StatusOperation; summary: string }[] = [
+const statusOperations: { operation: ManualStatusOperation; summary: string }[] = [
   { operation: 'enable', summary: 'Re-enable a webhook: active, failure streak cleared, only new events delivered' },
   { operation: 'disable', summary: 'Disable a webhook (reason manual)' },
   { operation: 'pause', summary: 'Pause a webhook; queued events are dropped' },

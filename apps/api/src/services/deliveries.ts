@@ -4,9 +4,9 @@ import type { Db } from '@gatehook/db/client';
 import type { Delivery, DeliveryAttempt } from '@gatehook/db/generated/client';
 import type { Sender } from '@gatehook/delivery/attempt';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
-import { webhookRenderers } from '@gatehook/delivery/rendering';
+import { restartDeliveries } from '@gatehook/delivery/manual';
 import { sendTestEvent, type TestResult } from '@gatehook/delivery/test-send';
-import { afterCursor, decodeCursor, page } from '../http/pagination';
+import { afterCursor, decodeCursor, decodeSequenceCursor, encodeSequenceCursor, page, sequencePage } from '../http/pagination';
 
 export interface DeliveryDeps {
   db: Db;
@@ -15,21 +15,40 @@ export interface DeliveryDeps {
   send?: Sender | undefined;
 }
 
-/** SPEC 2.2 Delivery; `detail` adds the event ids and the delivery-level error (CONTRACT section 4). */
-export function toDeliveryView(row: Delivery, attempts: DeliveryAttempt[], detail = false) {
+/**
+ * Attempts a delivery shows inline, the latest ones (a receiver answering 429 for days makes thousands); the
+ * rest page through GET /webhooks/{id}/deliveries/{delivery_id}/attempts from `attempts_cursor`.
+ */
+export const MAX_INLINE_ATTEMPTS = 50;
+
+type AttemptRow = Pick<DeliveryAttempt, 'id' | 'deliveryId' | 'at' | 'statusCode' | 'error' | 'durationMs' | 'responseSnippet'>;
+
+function toAttemptView(a: AttemptRow) {
+  return {
+    at: a.at.toISOString(),
+    status_code: a.statusCode,
+    error: a.error,
+    duration_ms: a.durationMs,
+    response_snippet: a.responseSnippet,
+  };
+}
+
+/**
+ * SPEC 2.2 Delivery; `detail` adds the event ids and the delivery-level error (CONTRACT section 4). `attempts`
+ * holds the latest (up to MAX_INLINE_ATTEMPTS + 1 fetched, newest first) oldest first; `attempts_cursor` pages
+ * the older ones when there are more.
+ */
+export function toDeliveryView(row: Delivery, latestAttempts: AttemptRow[], detail = false) {
+  const shown = latestAttempts.slice(0, MAX_INLINE_ATTEMPTS);
+  const oldestShown = shown.at(-1);
   return {
     id: row.id,
     webhook_id: row.webhookId,
     status: row.status,
     event_count: row.eventCount,
     attempt_count: row.attemptCount,
-    attempts: attempts.map((a) => ({
-      at: a.at.toISOString(),
-      status_code: a.statusCode,
-      error: a.error,
-      duration_ms: a.durationMs,
-      response_snippet: a.responseSnippet,
-    })),
+    attempts: shown.reverse().map(toAttemptView),
+    attempts_cursor: latestAttempts.length > MAX_INLINE_ATTEMPTS && oldestShown ? encodeSequenceCursor(oldestShown.id) : null,
     ...(row.nextRetryAt && (row.status === 'pending' || row.status === 'retrying') ? { next_retry_at: row.nextRetryAt.toISOString() } : {}),
     retryable: row.status === 'failed' && row.bodyEncrypted !== null,
     created_at: row.createdAt.toISOString(),
@@ -44,9 +63,18 @@ async function requireWebhook(db: Db, orgId: string, webhookId: string) {
   return webhook;
 }
 
-async function attemptsOf(db: Db, deliveryIds: string[]): Promise<Map<string, DeliveryAttempt[]>> {
-  const rows = await db.deliveryAttempt.findMany({ where: { deliveryId: { in: deliveryIds } }, orderBy: [{ deliveryId: 'asc' }, { id: 'asc' }] });
-  const map = new Map<string, DeliveryAttempt[]>();
+/** The latest MAX_INLINE_ATTEMPTS + 1 attempts of each delivery, newest first: one indexed scan per delivery. */
+async function attemptsOf(db: Db, deliveryIds: string[]): Promise<Map<string, AttemptRow[]>> {
+  if (deliveryIds.length === 0) return new Map();
+  const rows = await db.$queryRaw<AttemptRow[]>`
+    SELECT a.id, a.delivery_id AS "deliveryId", a.at, a.status_code AS "statusCode", a.error,
+           a.duration_ms AS "durationMs", a.response_snippet AS "responseSnippet"
+    FROM unnest(${deliveryIds}::uuid[]) AS d(id)
+    CROSS JOIN LATERAL (
+      SELECT * FROM delivery_attempts WHERE delivery_id = d.id ORDER BY id DESC LIMIT ${MAX_INLINE_ATTEMPTS + 1}
+    ) a
+    ORDER BY a.delivery_id, a.id DESC`;
+  const map = new Map<string, AttemptRow[]>();
   for (const row of rows) {
     const list = map.get(row.deliveryId);
     if (list) list.push(row);
@@ -92,6 +120,26 @@ export async function getDelivery(deps: DeliveryDeps, orgId: string, webhookId: 
   return toDeliveryView(delivery, attempts.get(delivery.id) ?? [], true);
 }
 
+/** GET /webhooks/{id}/deliveries/{delivery_id}/attempts: every attempt, newest first, a page at a time. */
+export async function listAttempts(
+  deps: DeliveryDeps,
+  orgId: string,
+  webhookId: string,
+  deliveryId: string,
+  query: { limit: number; cursor?: string | undefined },
+) {
+  await requireWebhook(deps.db, orgId, webhookId);
+  await requireDelivery(deps.db, orgId, webhookId, deliveryId);
+  const before = decodeSequenceCursor(query.cursor);
+  const rows = await deps.db.deliveryAttempt.findMany({
+    where: { deliveryId, ...(before === undefined ? {} : { id: { lt: before } }) },
+    orderBy: { id: 'desc' },
+    take: query.limit + 1,
+  });
+  const { items, nextCursor } = sequencePage(rows, query.limit);
+  return { items: items.map(toAttemptView), next_cursor: nextCursor };
+}
+
 /**
  * POST .../retry: a failed delivery with a stored body, on an active webhook, starts a fresh cycle of 8 attempts.
  * Earlier attempts stay in its history (attempt_count keeps growing).
@@ -103,11 +151,7 @@ export async function retryDelivery(deps: DeliveryDeps, orgId: string, webhookId
   if (delivery.status !== 'failed') throw new AppError('conflict', `The delivery is ${delivery.status}; only failed deliveries can be retried`);
   if (delivery.bodyEncrypted === null) throw new AppError('conflict', 'The delivery never produced a body, so there is nothing to re-send');
   const now = new Date();
-  const updated = await deps.db.delivery.updateManyAndReturn({
-    where: { id: deliveryId, status: 'failed' },
-    data: { status: 'pending', cycleAttempts: 0, nextRetryAt: now, error: null, leasedUntil: null },
-  });
-  const row = updated[0];
+  const [row] = await restartDeliveries(deps.db, [deliveryId], now);
   if (!row) throw new AppError('conflict', 'The delivery changed meanwhile; it is no longer failed');
   // If Redis is down the reconciler sends it once the next attempt is overdue.
   await deps.queues?.deliver(row.id, now).catch(() => undefined);
@@ -119,5 +163,5 @@ export async function retryDelivery(deps: DeliveryDeps, orgId: string, webhookId
 export async function testWebhook(deps: DeliveryDeps, orgId: string, webhookId: string): Promise<TestResult> {
   const webhook = await requireWebhook(deps.db, orgId, webhookId);
   if (!deps.send) throw new AppError('internal', 'Test sends are not configured in this process');
-  return sendTestEvent({ box: deps.box, send: deps.send, renderer: webhookRenderers(deps.box) }, webhook);
+  return sendTestEvent({ box: deps.box, send: deps.send }, webhook);
 }

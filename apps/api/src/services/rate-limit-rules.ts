@@ -12,11 +12,13 @@ import {
   type RuleScope,
   type RuleStatus,
   type RuleView,
+  RULE_LIMITS,
 } from '@gatehook/core/rate-limit-rule-schema';
-import { recordAuditEvent, type Change } from '@gatehook/db/audit-events';
+import type { Change } from '@gatehook/db/audit-events';
+import { auditedChange, type CommitHooks } from './commit-hooks';
 import type { Db, Prisma } from '@gatehook/db/client';
 import { toRateLimitRule } from '@gatehook/db/rate-limit-rules';
-import { publishRulesChanged } from '@gatehook/ratelimit/invalidation';
+import { announceRulesChanged } from '@gatehook/ratelimit/rule-cache';
 import { auditFields, type Actor } from '../http/actor';
 import { afterCursor, decodeCursor, page, pageOrder } from '../http/pagination';
 import { issuesToDetails } from '../http/validation';
@@ -27,6 +29,8 @@ export interface RateLimitRuleDeps {
   redis: Redis;
   redisPrefix: string;
   logger: Logger;
+  /** After-commit fan-out of the audit events; absent in bare tests. */
+  hooks?: CommitHooks;
 }
 
 /** The fields of a rule definition, in the order a diff lists them. */
@@ -95,18 +99,32 @@ async function lockRule(tx: Prisma.TransactionClient, orgId: string, id: string)
  */
 async function announce(deps: RateLimitRuleDeps, orgId: string): Promise<void> {
   try {
-    await publishRulesChanged(deps.redis, deps.redisPrefix, orgId);
+    await announceRulesChanged(deps.redis, deps.redisPrefix, orgId);
   } catch (error) {
     deps.logger.warn({ err: error instanceof Error ? error.message : String(error), org_id: orgId }, 'rate limit rule change not announced; caches refresh on their TTL');
+  }
+}
+
+/**
+ * A check matches every active rule of its organisation, so their number is capped (RULE_LIMITS): making one more
+ * rule active past the cap is a 422 on `status`. The organisation's row is locked so that concurrent creations
+ * cannot pass the cap together.
+ */
+async function checkActiveRuleCap(tx: Prisma.TransactionClient, orgId: string): Promise<void> {
+  await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${orgId}::uuid FOR UPDATE`;
+  const active = await tx.rateLimitRule.count({ where: { orgId, status: 'active' } });
+  if (active >= RULE_LIMITS.activeRulesPerOrganisation) {
+    throw validationError([{ path: 'status', message: `an organisation has at most ${RULE_LIMITS.activeRulesPerOrganisation} active rules; disable or delete one first` }]);
   }
 }
 
 /** POST /rate-limits/rules: the body is already a complete definition with the defaults applied. */
 export async function createRule(deps: RateLimitRuleDeps, actor: Actor, definition: RuleDefinition): Promise<RuleView> {
   checkCondition(definition.scope);
-  const row = await deps.db.$transaction(async (tx) => {
+  const row = await auditedChange(deps, actor.principal.orgId, { webhooks: false }, async (tx, record) => {
+    if (definition.status === 'active') await checkActiveRuleCap(tx, actor.principal.orgId);
     const created = await tx.rateLimitRule.create({ data: { id: randomUUID(), orgId: actor.principal.orgId, ...toColumns(definition) } });
-    await recordAuditEvent(tx, { ...auditBase(actor, created), action: 'rate_limit_rule.created', changes: [] });
+    await record({ ...auditBase(actor, created), action: 'rate_limit_rule.created', changes: [] });
     return created;
   });
   await announce(deps, row.orgId);
@@ -162,7 +180,7 @@ function mergePatch(stored: RuleDefinition, patch: PatchRuleInput): RuleDefiniti
  */
 export async function updateRule(deps: RateLimitRuleDeps, actor: Actor, id: string, patch: PatchRuleInput): Promise<RuleView> {
   if (patch.scope) checkCondition(patch.scope);
-  const { rule, changed } = await deps.db.$transaction(async (tx) => {
+  const { rule, changed } = await auditedChange(deps, actor.principal.orgId, { webhooks: false }, async (tx, record) => {
     const current = await lockRule(tx, actor.principal.orgId, id);
     const stored = toDefinition(current);
     const merged = mergePatch(stored, patch);
@@ -170,8 +188,9 @@ export async function updateRule(deps: RateLimitRuleDeps, actor: Actor, id: stri
       (field) => ({ field, old: stored[field], new: merged[field] }),
     );
     if (changes.length === 0) return { rule: current, changed: false };
+    if (stored.status !== 'active' && merged.status === 'active') await checkActiveRuleCap(tx, actor.principal.orgId);
     const updated = await tx.rateLimitRule.update({ where: { id }, data: toColumns(merged) });
-    await recordAuditEvent(tx, { ...auditBase(actor, updated), action: 'rate_limit_rule.updated', changes });
+    await record({ ...auditBase(actor, updated), action: 'rate_limit_rule.updated', changes });
     return { rule: toRateLimitRule(updated), changed: true };
   });
   if (changed) await announce(deps, rule.orgId);
@@ -181,10 +200,10 @@ export async function updateRule(deps: RateLimitRuleDeps, actor: Actor, id: stri
 /** DELETE /rate-limits/rules/{rule_id}: the rule stops applying once every process has dropped its cached copy. */
 export async function deleteRule(deps: RateLimitRuleDeps, actor: Actor, id: string): Promise<void> {
   const orgId = actor.principal.orgId;
-  await deps.db.$transaction(async (tx) => {
+  await auditedChange(deps, actor.principal.orgId, { webhooks: false }, async (tx, record) => {
     const current = await lockRule(tx, orgId, id);
     await tx.rateLimitRule.delete({ where: { id } });
-    await recordAuditEvent(tx, { ...auditBase(actor, current), action: 'rate_limit_rule.deleted', changes: [] });
+    await record({ ...auditBase(actor, current), action: 'rate_limit_rule.deleted', changes: [] });
   });
   await announce(deps, orgId);
 }

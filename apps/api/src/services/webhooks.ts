@@ -4,15 +4,16 @@ import { AppError, notFound, validationError, type FieldIssue } from '@gatehook/
 import { maskUrl } from '@gatehook/core/masking';
 import { generateSigningSecret } from '@gatehook/core/signing-secret';
 import type { CreateWebhookInput, PatchWebhookInput, WebhookView } from '@gatehook/core/webhook-schema';
-import { recordAuditEvent, type Change } from '@gatehook/db/audit-events';
+import type { Change } from '@gatehook/db/audit-events';
 import { compileEventCondition } from '@gatehook/conditions/event-condition';
 import { checkPayloadTemplate } from '@gatehook/delivery/payload-template';
-import { cancelQueuedWork } from '@gatehook/delivery/webhook-state';
+import { changeStatusManually, type ManualStatusOperation } from '@gatehook/delivery/webhook-state';
 import type { Db, Prisma } from '@gatehook/db/client';
 import type { Webhook } from '@gatehook/db/generated/client';
 import { checkDestinationUrl, type CidrList, type HostLookup } from '@gatehook/egress/address-policy';
 import { auditFields, type Actor } from '../http/actor';
 import { afterCursor, decodeCursor, page } from '../http/pagination';
+import { auditedChange, type CommitHooks } from './commit-hooks';
 
 export interface WebhookDeps {
   db: Db;
@@ -22,6 +23,8 @@ export interface WebhookDeps {
   rotationOverlapSeconds: number;
   /** Name resolution for the address policy; tests inject one, production uses the system resolver. */
   lookup?: HostLookup;
+  /** After-commit announcements (cache invalidation, fan-out of the audit events); absent in bare tests. */
+  hooks?: CommitHooks;
 }
 
 /** Maps a stored webhook to its API form: masks and names only, never a secret value. */
@@ -108,7 +111,7 @@ export async function createWebhook(deps: WebhookDeps, actor: Actor, input: Crea
   const secret = generateSigningSecret();
   const id = randomUUID();
   const now = new Date();
-  const row = await deps.db.$transaction(async (tx) => {
+  const row = await auditedChange(deps, actor.principal.orgId, { webhooks: true }, async (tx, record) => {
     const created = await tx.webhook.create({
       data: {
         id,
@@ -131,7 +134,8 @@ export async function createWebhook(deps: WebhookDeps, actor: Actor, input: Crea
         createdAt: now,
       },
     });
-    await recordAuditEvent(tx, { ...auditBase(actor, created), action: 'webhook.created', changes: [] });
+    // Stamped with the instant the webhook became active: it receives only events received after that instant.
+    await record({ ...auditBase(actor, created), action: 'webhook.created', changes: [], createdAt: now });
     return created;
   });
   return { webhook: toWebhookView(row), secret };
@@ -171,7 +175,7 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
   const newUrl = patch.url !== undefined && patch.url !== '' ? patch.url : undefined;
   if (newUrl !== undefined) await checkUrl(deps, newUrl);
 
-  const row = await deps.db.$transaction(async (tx) => {
+  const row = await auditedChange(deps, actor.principal.orgId, { webhooks: true }, async (tx, record) => {
     const current = await lockWebhook(tx, actor.principal.orgId, id);
     const changes: Change[] = [];
     const data: Prisma.WebhookUpdateInput = {};
@@ -228,7 +232,7 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
       });
     }
     const updated = await tx.webhook.update({ where: { id }, data });
-    await recordAuditEvent(tx, { ...auditBase(actor, updated), action: 'webhook.updated', changes });
+    await record({ ...auditBase(actor, updated), action: 'webhook.updated', changes });
     return updated;
   });
   return toWebhookView(row);
@@ -236,10 +240,10 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
 
 /** DELETE /webhooks/{id}: deliveries go with it; the worker drops jobs whose webhook no longer exists. */
 export async function deleteWebhook(deps: WebhookDeps, actor: Actor, id: string): Promise<void> {
-  await deps.db.$transaction(async (tx) => {
+  await auditedChange(deps, actor.principal.orgId, { webhooks: true }, async (tx, record) => {
     const current = await lockWebhook(tx, actor.principal.orgId, id);
     await tx.webhook.delete({ where: { id } });
-    await recordAuditEvent(tx, { ...auditBase(actor, current), action: 'webhook.deleted', changes: [] });
+    await record({ ...auditBase(actor, current), action: 'webhook.deleted', changes: [] });
   });
 }
 
@@ -247,7 +251,7 @@ export async function deleteWebhook(deps: WebhookDeps, actor: Actor, id: string)
 export async function rotateSecret(deps: WebhookDeps, actor: Actor, id: string): Promise<{ secret: string; previous_valid_until: string }> {
   const secret = generateSigningSecret();
   const validUntil = new Date(Date.now() + deps.rotationOverlapSeconds * 1000);
-  await deps.db.$transaction(async (tx) => {
+  await auditedChange(deps, actor.principal.orgId, { webhooks: true }, async (tx, record) => {
     const current = await lockWebhook(tx, actor.principal.orgId, id);
     await tx.webhook.update({
       where: { id },
@@ -257,7 +261,7 @@ export async function rotateSecret(deps: WebhookDeps, actor: Actor, id: string):
         previousSecretValidUntil: validUntil,
       },
     });
-    await recordAuditEvent(tx, {
+    await record({
       ...auditBase(actor, current),
       action: 'webhook.secret_rotated',
       changes: [],
@@ -267,46 +271,21 @@ export async function rotateSecret(deps: WebhookDeps, actor: Actor, id: string):
   return { secret, previous_valid_until: validUntil.toISOString() };
 }
 
-export type StatusOperation = 'enable' | 'disable' | 'pause' | 'resume';
-
 /**
- * enable and resume make the webhook active, clear the failure streak and deliver only events received from
- * now on; disable (reason manual) and pause stop deliveries, and the worker drops what is queued for it.
+ * POST /webhooks/{id}/enable|disable|pause|resume: the change itself is the engine's (changeStatusManually);
+ * here it is locked, audited and announced.
  */
-export async function changeWebhookStatus(deps: WebhookDeps, actor: Actor, id: string, operation: StatusOperation): Promise<WebhookView> {
-  const row = await deps.db.$transaction(async (tx) => {
+export async function changeWebhookStatus(deps: WebhookDeps, actor: Actor, id: string, operation: ManualStatusOperation): Promise<WebhookView> {
+  const row = await auditedChange(deps, actor.principal.orgId, { webhooks: true }, async (tx, record) => {
     const current = await lockWebhook(tx, actor.principal.orgId, id);
     const now = new Date();
-    let data: Prisma.WebhookUpdateInput;
-    switch (operation) {
-      case 'enable':
-      case 'resume':
-        if (operation === 'resume' && current.status === 'disabled') {
-          throw new AppError('conflict', 'A disabled webhook is re-enabled with enable, not resume');
-        }
-        if (current.status === 'active') return current;
-        data = { status: 'active', disabledReason: null, failingSince: null, activeSince: now };
-        break;
-      case 'disable':
-        if (current.status === 'disabled') return current;
-        data = { status: 'disabled', disabledReason: 'manual' };
-        break;
-      case 'pause':
-        if (current.status === 'paused') return current;
-        if (current.status === 'disabled') {
-          throw new AppError('conflict', 'A disabled webhook cannot be paused; enable it first');
-        }
-        data = { status: 'paused', disabledReason: null };
-        break;
-    }
-    const updated = await tx.webhook.update({ where: { id }, data });
-    // Pausing or disabling drops what is queued: pending deliveries fail, the batch buffer empties.
-    if (updated.status !== 'active') await cancelQueuedWork(tx, id, updated.status === 'paused' ? 'webhook_paused' : 'webhook_disabled');
+    const updated = await changeStatusManually(tx, current, operation, now);
+    if (updated === current) return current;
     const changes: Change[] = [{ field: 'status', old: current.status, new: updated.status }];
     if (current.disabledReason !== updated.disabledReason) {
       changes.push({ field: 'disabled_reason', old: current.disabledReason, new: updated.disabledReason });
     }
-    await recordAuditEvent(tx, { ...auditBase(actor, updated), action: 'webhook.updated', changes });
+    await record({ ...auditBase(actor, updated), action: 'webhook.updated', changes, createdAt: now });
     return updated;
   });
   return toWebhookView(row);

@@ -1,0 +1,89 @@
+import { sqlPool } from '@gatehook/db/client';
+import { createTestOrg } from '@gatehook/testkit/api';
+import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack();
+});
+afterAll(() => stack.close());
+
+async function until<T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe("the service's own events", () => {
+  it('a webhook.created event reaches a * webhook within a second, and not the webhook it records', async () => {
+    const watcher = await stack.receiver();
+    await stack.webhook(watcher, { events: ['*'] });
+    const other = await stack.receiver();
+    const created = Date.now();
+    const hook = await stack.webhook(other, { events: ['*'] });
+    const request = await until(() => watcher.requests.find((r) => JSON.parse(r.body).type === 'webhook.created' && JSON.parse(r.body).data.resource_id === hook.id));
+    expect(request.at - created).toBeLessThan(1000);
+    // The new webhook became active at the instant of its creation event: it does not receive it.
+    await stack.ingest([auditEvent()]);
+    await until(() => (other.requests.length > 0 ? true : undefined));
+    expect(other.requests.map((r) => JSON.parse(r.body).type)).toEqual(['policy.created']);
+  });
+});
+
+describe('an organisation without webhooks', () => {
+  it('has its events claimed by fan-out (so the reconciler leaves them alone), with no delivery', async () => {
+    const lonely = await createTestOrg(stack.api.db);
+    const r = await stack.api.call('POST', '/audit-events', { key: lonely.admin, body: { events: [auditEvent(), auditEvent()] } });
+    expect(r.status).toBe(202);
+    const ids = r.body.ids as string[];
+    await until(async () => {
+      const pending = await stack.api.db.pendingFanout.count({ where: { orgId: lonely.orgId, eventId: { in: ids } } });
+      return pending === 0 ? true : undefined;
+    });
+    expect(await stack.api.db.delivery.count({ where: { orgId: lonely.orgId } })).toBe(0);
+  });
+});
+
+describe('cached webhook configuration', () => {
+  it('an edited URL is used for the next event at once (pub/sub invalidation)', async () => {
+    const before = await stack.receiver();
+    const after = await stack.receiver();
+    const hook = await stack.webhook(before, { events: ['policy.created'] });
+    await stack.ingest([auditEvent()]);
+    await until(() => (before.requests.length === 1 ? true : undefined));
+    const patched = await stack.api.call('PATCH', `/webhooks/${hook.id}`, { key: stack.org.admin, body: { url: after.url('/hook') } });
+    expect(patched.status).toBe(200);
+    await stack.ingest([auditEvent()]);
+    await until(() => (after.requests.length === 1 ? true : undefined));
+    expect(before.requests).toHaveLength(1);
+  });
+});
+
+describe('exclusive attempts', () => {
+  it('a delivery is never in flight twice, however many jobs name it', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const slow = await stack.receiver(async () => {
+      await gate;
+      return { status: 200, body: 'ok' };
+    });
+    const hook = await stack.webhook(slow, { events: ['policy.created'] });
+    await stack.ingest([auditEvent()]);
+    await until(() => (slow.requests.length === 1 ? true : undefined));
+    const { rows } = await sqlPool(stack.api.db).query<{ id: string }>('SELECT id FROM deliveries WHERE webhook_id = $1', [hook.id]);
+    const id = rows[0]!.id;
+    // Duplicated jobs (a reconciler pass, a stalled job re-run) while the attempt is in flight.
+    await stack.engine.queues.deliverNow(Array.from({ length: 20 }, () => id));
+    for (let i = 0; i < 10; i++) await stack.engine.queues.deliverNow([id]);
+    await until(async () => ((await stack.engine.queues.queue('deliver').getJobCounts('wait', 'active')).wait === 0 ? true : undefined));
+    release();
+    const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
+    await until(async () => ((await stack.engine.queues.queue('deliver').getJobCounts('wait', 'active', 'delayed')).active === 0 ? true : undefined));
+    expect(slow.requests).toHaveLength(1);
+    expect(delivery!.attempt_count).toBe(1);
+  });
+});

@@ -1,0 +1,97 @@
+// Recover pacing (CONTRACT 11, docs/recover-replay.md): another webhook's live latency while a large recovery
+// runs, next to the same latency without it, and the recovery's own rate. The recovering webhook's history is
+// seeded straight into Postgres (RECOVER_EVENTS failed deliveries with stored bodies, as 8 failed attempts would
+// leave them), so the figure measures the recovery and not the outage. BENCH_RECOVER_EVENTS sets the size.
+import { randomUUID } from 'node:crypto';
+import type { AuditEventData } from '@gatehook/core/audit-event';
+import { SecretBox } from '@gatehook/core/encryption';
+import { renderEnvelope } from '@gatehook/delivery/envelope';
+import {
+  ACTION,
+  arrivalLatencies,
+  EVENT,
+  figure,
+  LIVE_RATE,
+  ms,
+  waitUntil,
+  withRig,
+  type CountingReceiver,
+  type Rig,
+} from './delivery';
+import { percentile, type Figure } from './measure';
+
+/** Failed deliveries the recovery re-sends (the issue's bar: 10,000). */
+const RECOVER_EVENTS = Number(process.env.BENCH_RECOVER_EVENTS ?? 10_000);
+const SEED_CHUNK = 1000;
+
+/** Seeds `count` failed, retryable deliveries of one event each for `webhookId`, created a minute ago. */
+async function seedFailedDeliveries(rig: Rig, orgId: string, webhookId: string, count: number): Promise<void> {
+  const box = new SecretBox(rig.encryptionKey);
+  const createdAt = new Date(Date.now() - 60_000);
+  for (let done = 0; done < count; done += SEED_CHUNK) {
+    const rows = Array.from({ length: Math.min(SEED_CHUNK, count - done) }, () => {
+      const eventId = randomUUID();
+      const event: AuditEventData = { ...EVENT, id: eventId, org_id: orgId, created_at: createdAt.toISOString() };
+      const body = renderEnvelope(event);
+      return {
+        id: randomUUID(), orgId, webhookId, status: 'failed' as const, eventIds: [eventId], eventCount: 1,
+        bodyEncrypted: box.encrypt(body), contentType: 'application/json', error: 'attempts_exhausted',
+        attemptCount: 8, cycleAttempts: 8, createdAt,
+      };
+    });
+    await rig.db.delivery.createMany({ data: rows });
+  }
+}
+
+async function startRecovery(rig: Rig, key: string, webhookId: string): Promise<string> {
+  const response = await fetch(`${rig.api}/webhooks/${webhookId}/recover`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ since: new Date(Date.now() - 3_600_000).toISOString() }),
+  });
+  if (response.status !== 202) throw new Error(`recover: ${response.status} ${await response.text()}`);
+  return ((await response.json()) as { id: string }).id;
+}
+
+/** The recovery figures; one stack, torn down at the end whatever happens. */
+export async function recoverFigures(seconds: number): Promise<Figure[]> {
+  return withRig(async (rig) => {
+    await rig.startWorker();
+    // Live traffic: its own organisation and webhook, ingested at a fixed rate.
+    const live = await rig.org();
+    const liveReceiver = await rig.receiver();
+    await live.webhook(liveReceiver.url('/live'));
+    const without = await arrivalLatencies([liveReceiver], LIVE_RATE, seconds, () => live.ingest(1));
+
+    // The recovering webhook: another organisation, RECOVER_EVENTS failed deliveries, a receiver back up.
+    const broken = await rig.org();
+    const recovered: CountingReceiver = await rig.receiver();
+    const hook = await broken.webhook(recovered.url('/recovered'), { events: [ACTION] });
+    await seedFailedDeliveries(rig, broken.orgId, hook.id, RECOVER_EVENTS);
+    const started = performance.now();
+    await startRecovery(rig, broken.key, hook.id);
+    // Live latency over the whole recovery, not a slice of it: windows of `seconds` until every delivery is back.
+    const during: number[] = [];
+    while (recovered.arrivals.size < RECOVER_EVENTS && performance.now() - started < 600_000) {
+      during.push(...(await arrivalLatencies([liveReceiver], LIVE_RATE, seconds, () => live.ingest(1))));
+    }
+    during.sort((a, b) => a - b);
+    const duringShare = Math.min(1, recovered.arrivals.size / RECOVER_EVENTS);
+    await waitUntil(() => recovered.arrivals.size >= RECOVER_EVENTS, 600_000);
+    const recoveryMs = performance.now() - started;
+
+    return [
+      {
+        ...figure(
+          `live webhook p99 at ${LIVE_RATE} events/s over another webhook's recovery of ${RECOVER_EVENTS.toLocaleString('en-US')} deliveries (bar: 250 ms; lower is better)`,
+          ms(percentile(during, 99)), 'ms', 'same live webhook p99 without a recovery, same run', ms(percentile(without, 99)),
+        ),
+        note: `${during.length.toLocaleString('en-US')} live events; ${Math.round(duringShare * 100)}% recovered when the measurement ended`,
+      },
+      figure(
+        `recovery rate, ${RECOVER_EVENTS.toLocaleString('en-US')} failed deliveries re-sent (1 worker, paced by TASK_MAX_BACKLOG)`,
+        Math.round((RECOVER_EVENTS / recoveryMs) * 1000), 'deliveries/s', 'live events/s fed meanwhile', LIVE_RATE,
+      ),
+    ];
+  });
+}

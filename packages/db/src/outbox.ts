@@ -1,0 +1,154 @@
+import type { AuditEventData } from '@gatehook/core/audit-event';
+import type { Pool } from './client';
+import type { NewDelivery } from './deliveries';
+
+/** An audit event in the outbox: SPEC 2.4 `data` plus the instant the service received it. */
+export interface OutboxEvent {
+  data: AuditEventData;
+  receivedAt: Date;
+}
+
+const iso = (d: Date | null) => (d === null ? null : d.toISOString());
+
+/**
+ * Stores audit events, skipping ids already stored (idempotent ingestion), with their `pending_fanout` rows, in
+ * one statement whatever their organisations. Returns the (org, id) pairs actually inserted.
+ */
+export async function insertAuditEvents(pool: Pool, events: readonly OutboxEvent[]): Promise<{ orgId: string; id: string }[]> {
+  if (events.length === 0) return [];
+  const cols: unknown[][] = Array.from({ length: 15 }, () => []);
+  for (const { data: e, receivedAt } of events) {
+    const values = [
+      e.org_id, e.id, e.action, e.actor_type, e.actor_id, e.actor_display_name, e.resource_type, e.resource_id,
+      e.resource_display_name, JSON.stringify(e.resources), JSON.stringify(e.context), JSON.stringify(e.changes),
+      JSON.stringify(e.payload), e.created_at, receivedAt.toISOString(),
+    ];
+    values.forEach((v, i) => cols[i]!.push(v));
+  }
+  const { rows } = await pool.query<{ org_id: string; id: string }>({
+    name: 'insert_audit_events',
+    text: `WITH inserted AS (
+             INSERT INTO audit_events (org_id, id, action, actor_type, actor_id, actor_display_name, resource_type, resource_id,
+               resource_display_name, resources, context, changes, payload, created_at, received_at)
+             SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+               $9::text[], $10::jsonb[], $11::jsonb[], $12::jsonb[], $13::jsonb[], $14::timestamptz[], $15::timestamptz[])
+             ON CONFLICT DO NOTHING
+             RETURNING org_id, id, received_at
+           ), pending AS (
+             INSERT INTO pending_fanout (org_id, event_id, received_at) SELECT org_id, id, received_at FROM inserted
+           )
+           SELECT org_id, id FROM inserted`,
+    values: cols,
+  });
+  return rows.map((r) => ({ orgId: r.org_id, id: r.id }));
+}
+
+type EventRow = {
+  id: string; org_id: string; action: string; actor_type: string; actor_id: string; actor_display_name: string;
+  resource_type: string; resource_id: string; resource_display_name: string; resources: unknown; context: unknown;
+  changes: unknown; payload: unknown; created_at: Date; received_at: Date;
+};
+
+const asRecord = (value: unknown): Record<string, unknown> =>
+  value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+
+function toPending(row: EventRow): OutboxEvent {
+  return {
+    receivedAt: row.received_at,
+    data: {
+      id: row.id,
+      org_id: row.org_id,
+      action: row.action,
+      actor_type: row.actor_type,
+      actor_id: row.actor_id,
+      actor_display_name: row.actor_display_name,
+      resource_type: row.resource_type,
+      resource_id: row.resource_id,
+      resource_display_name: row.resource_display_name,
+      resources: asRecord(row.resources) as Record<string, string>,
+      context: asRecord(row.context),
+      changes: Array.isArray(row.changes) ? row.changes : [],
+      payload: asRecord(row.payload),
+      created_at: row.created_at.toISOString(),
+    },
+  };
+}
+
+const EVENT_COLUMN_NAMES = [
+  'id', 'org_id', 'action', 'actor_type', 'actor_id', 'actor_display_name', 'resource_type', 'resource_id',
+  'resource_display_name', 'resources', 'context', 'changes', 'payload', 'created_at', 'received_at',
+];
+const EVENT_COLUMNS = EVENT_COLUMN_NAMES.join(', ');
+const JOINED_EVENT_COLUMNS = EVENT_COLUMN_NAMES.map((c) => `e.${c}`).join(', ');
+
+/** The events among `ids` of an organisation that are not fanned out yet, ordered by id. No lock is taken. */
+export async function readPendingEvents(pool: Pool, orgId: string, ids: readonly string[]): Promise<OutboxEvent[]> {
+  const { rows } = await pool.query<EventRow>({
+    name: 'read_pending_events',
+    text: `SELECT ${JOINED_EVENT_COLUMNS} FROM audit_events e
+           JOIN pending_fanout p ON p.org_id = e.org_id AND p.event_id = e.id
+           WHERE p.org_id = $1 AND p.event_id = ANY($2::uuid[]) ORDER BY e.id`,
+    values: [orgId, ids],
+  });
+  return rows.map(toPending);
+}
+
+/** Events of an organisation by id, ordered by id (a batch's events, whatever their fan-out state). */
+export async function readEvents(pool: Pool, orgId: string, ids: readonly string[]): Promise<OutboxEvent[]> {
+  const { rows } = await pool.query<EventRow>({
+    name: 'read_events',
+    text: `SELECT ${EVENT_COLUMNS} FROM audit_events WHERE org_id = $1 AND id = ANY($2::uuid[]) ORDER BY id`,
+    values: [orgId, ids],
+  });
+  return rows.map(toPending);
+}
+
+/**
+ * Commits a fan-out in one statement: claims the events still not fanned out (deleting their pending rows), and creates the
+ * single-event deliveries and batch entries prepared for them — only for the events this call claimed, so a duplicated job or
+ * a reconciler pass that raced this one creates nothing twice. Returns the claimed event ids and created deliveries.
+ */
+export async function commitFanout(
+  pool: Pool,
+  input: {
+    orgId: string;
+    eventIds: readonly string[];
+    now: Date;
+    deliveries: readonly NewDelivery[];
+    batchItems: readonly { webhookId: string; eventId: string }[];
+    /** Creates the pending deliveries already leased until then, for a run in the calling process. */
+    leasedUntil?: Date | null;
+  },
+): Promise<{ claimed: string[]; deliveries: string[] }> {
+  const d = input.deliveries;
+  const { rows } = await pool.query<{ claimed: string[] | null; deliveries: string[] | null }>({
+    name: 'commit_fanout',
+    text: `WITH claimed AS (
+             DELETE FROM pending_fanout WHERE org_id = $1 AND event_id = ANY($2::uuid[])
+             RETURNING event_id AS id
+           ), d AS (
+             INSERT INTO deliveries (id, org_id, webhook_id, status, event_ids, event_count, body_encrypted, content_type, error,
+               next_retry_at, created_at, updated_at, leased_until)
+             SELECT x.id, $1, x.webhook_id, x.status::"DeliveryStatus", ARRAY[x.event_id], 1, x.body, x.content_type, x.error,
+               x.next_retry_at, $3, $3, CASE WHEN x.status = 'pending' THEN $14::timestamptz END
+             FROM unnest($4::uuid[], $5::uuid[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[])
+               AS x(id, webhook_id, event_id, status, body, content_type, error, next_retry_at)
+             WHERE x.event_id IN (SELECT id FROM claimed)
+             RETURNING id
+           ), b AS (
+             INSERT INTO batch_items (webhook_id, event_id, org_id, created_at)
+             SELECT y.webhook_id, y.event_id, $1, $3 FROM unnest($12::uuid[], $13::uuid[]) AS y(webhook_id, event_id)
+             WHERE y.event_id IN (SELECT id FROM claimed)
+             ON CONFLICT DO NOTHING
+             RETURNING 1
+           )
+           SELECT (SELECT array_agg(id) FROM claimed) AS claimed, (SELECT array_agg(id) FROM d) AS deliveries, (SELECT count(*) FROM b) AS items`,
+    values: [
+      input.orgId, input.eventIds, input.now.toISOString(),
+      d.map((x) => x.id), d.map((x) => x.webhookId), d.map((x) => x.eventIds[0]), d.map((x) => x.status), d.map((x) => x.bodyEncrypted),
+      d.map((x) => x.contentType), d.map((x) => x.error), d.map((x) => iso(x.nextRetryAt)),
+      input.batchItems.map((b) => b.webhookId), input.batchItems.map((b) => b.eventId), iso(input.leasedUntil ?? null),
+    ],
+  });
+  return { claimed: rows[0]?.claimed ?? [], deliveries: rows[0]?.deliveries ?? [] };
+}

@@ -1,0 +1,110 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { TEST_REDIS_URL } from '@gatehook/testkit/env';
+import type { AttemptBatchOutcome, AttemptRunner } from './attempt';
+import { LocalDispatcher } from './dispatch';
+import { DELIVER_CHUNK, DeliveryQueues } from './jobs';
+
+const prefix = `test_${randomBytes(6).toString('hex')}`;
+const redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
+const queues = new DeliveryQueues(redis, prefix);
+
+afterAll(async () => {
+  await queues.queue('deliver').obliterate({ force: true });
+  await queues.close();
+  await redis.quit();
+});
+
+/** A runner whose runs end when the test says so, recording what it was given. */
+function controlledRunner() {
+  const given: string[][] = [];
+  const finish: ((outcome: AttemptBatchOutcome | Error) => void)[] = [];
+  const attempts = (ids: readonly string[]) => {
+    given.push([...ids]);
+    return new Promise<AttemptBatchOutcome>((resolve, reject) => {
+      finish.push((outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome)));
+    });
+  };
+  const runner = {
+    run: attempts,
+    runLeased: (leased: readonly { id: string }[]) => attempts(leased.map((d) => d.id)),
+    leaseWindow: (now: Date) => ({ leaseUntil: new Date(now.getTime() + 30_000), slotDeadline: now.getTime() + 2000 }),
+  } as unknown as AttemptRunner;
+  return { runner, given, finish };
+}
+
+const queuedIds = async () => (await queues.queue('deliver').getJobs(['waiting', 'delayed'])).flatMap((j) => j.data.deliveryIds as string[]).sort();
+
+describe('LocalDispatcher', () => {
+  beforeEach(() => queues.queue('deliver').obliterate({ force: true }));
+
+  it('runs fresh deliveries in the process while it has room, and queues them past maxRuns', async () => {
+    const { runner, given, finish } = controlledRunner();
+    const dispatcher = new LocalDispatcher(runner, queues, 1);
+    const [a, b] = [randomUUID(), randomUUID()];
+    await dispatcher.dispatch([a]);
+    await dispatcher.dispatch([b]);
+    expect(given).toEqual([[a]]);
+    expect(await queuedIds()).toEqual([b]);
+    finish[0]!({ sent: 1, skipped: 0, cancelled: 0, busy: [] });
+    await dispatcher.close();
+    expect(dispatcher.inProgress).toBe(0);
+  });
+
+  it('queues what a saturated origin turned away, and everything of a run that failed', async () => {
+    const { runner, finish } = controlledRunner();
+    const dispatcher = new LocalDispatcher(runner, queues, 10);
+    const [busy, sent, lost] = [randomUUID(), randomUUID(), randomUUID()];
+    await dispatcher.dispatch([busy, sent]);
+    await dispatcher.dispatch([lost]);
+    finish[0]!({ sent: 1, skipped: 0, cancelled: 0, busy: [{ id: busy, retryAt: new Date(Date.now() + 60_000) }] });
+    finish[1]!(new Error('Postgres is down'));
+    await dispatcher.close();
+    expect(await queuedIds()).toEqual([busy, lost].sort());
+  });
+
+  it('close waits for runs in progress, then sends everything to the queue', async () => {
+    const { runner, given, finish } = controlledRunner();
+    const dispatcher = new LocalDispatcher(runner, queues, 10);
+    await dispatcher.dispatch([randomUUID()]);
+    let closed = false;
+    const closing = dispatcher.close().then(() => (closed = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(closed).toBe(false);
+    finish[0]!({ sent: 1, skipped: 0, cancelled: 0, busy: [] });
+    await closing;
+    const late = randomUUID();
+    await dispatcher.dispatch([late]);
+    expect(given).toHaveLength(1);
+    expect(await queuedIds()).toEqual([late]);
+  });
+
+  it('a run claimed before commit starts the deliveries created leased; a claim given back frees its room', async () => {
+    const { runner, given, finish } = controlledRunner();
+    const dispatcher = new LocalDispatcher(runner, queues, 1);
+    const unused = dispatcher.claim(new Date())!;
+    expect(dispatcher.claim(new Date())).toBeNull();
+    unused.cancel();
+    unused.cancel(); // twice is once
+    const run = dispatcher.claim(new Date())!;
+    expect(run.leaseUntil.getTime()).toBeGreaterThan(Date.now());
+    const id = randomUUID();
+    run.start([{ id, orgId: randomUUID(), webhookId: randomUUID(), status: 'pending', cycleAttempts: 0, throttledStreak: 0, bodyEncrypted: 'x', contentType: 'application/json', leasedUntil: run.leaseUntil }]);
+    expect(given).toEqual([[id]]);
+    await dispatcher.dispatch([randomUUID()]); // no room while it runs: queued
+    expect(await queuedIds()).toHaveLength(1);
+    finish[0]!({ sent: 1, skipped: 0, cancelled: 0, busy: [] });
+    await dispatcher.close();
+  });
+
+  it('more deliveries than a job carries go to the queue in chunks, not to one run', async () => {
+    const { runner, given } = controlledRunner();
+    const dispatcher = new LocalDispatcher(runner, queues, 10);
+    const ids = Array.from({ length: DELIVER_CHUNK + 1 }, () => randomUUID());
+    await dispatcher.dispatch(ids);
+    expect(given).toEqual([]);
+    expect(await queuedIds()).toEqual([...ids].sort());
+    expect(await queues.queue('deliver').count()).toBe(2);
+    await dispatcher.close();
+  });
+});

@@ -1,0 +1,95 @@
+import type { Logger } from '@gatehook/core/logger';
+import type { LeasedDelivery } from '@gatehook/db/deliveries';
+import type { AttemptBatchOutcome, AttemptRunner } from './attempt';
+import { DELIVER_CHUNK, type DeliveryQueues } from './jobs';
+
+/** A run reserved in this process before its deliveries are committed, so that they can be created leased. */
+export interface LocalRun {
+  /** The lease the deliveries are to be created with. */
+  leaseUntil: Date;
+  /** Starts the attempts of the deliveries created leased until `leaseUntil` (none: the run is given back). */
+  start(leased: readonly LeasedDelivery[]): void;
+  /** Gives the run back unused: nothing was committed leased. */
+  cancel(): void;
+}
+
+/**
+ * Runs fresh deliveries' first attempts in the process that created them, when it has room, instead of a round
+ * trip through the deliver queue. Nothing is promised on this path that the queue does not keep: every delivery
+ * is leased in Postgres before its attempt (so it is never in flight twice, whoever else holds a job for it), and
+ * a delivery whose process dies before its attempt is recorded is still pending, and goes back on the queue by the
+ * reconciler once its lease has expired. Past `maxRuns` runs in progress, for more than a job's chunk
+ * (DELIVER_CHUNK) at once, or once closing, deliveries are queued.
+ */
+export class LocalDispatcher {
+  private readonly running = new Set<Promise<void>>();
+  private reserved = 0;
+  private closed = false;
+
+  constructor(
+    private readonly runner: AttemptRunner,
+    private readonly queues: DeliveryQueues,
+    private readonly maxRuns: number,
+    private readonly logger?: Logger,
+  ) {}
+
+  private get full(): boolean {
+    return this.closed || this.running.size + this.reserved >= this.maxRuns;
+  }
+
+  /** Reserves a run for deliveries about to be created (fan-out), or null when they are to be queued. */
+  claim(now: Date): LocalRun | null {
+    if (this.full) return null;
+    this.reserved += 1;
+    const { leaseUntil, slotDeadline } = this.runner.leaseWindow(now);
+    let open = true;
+    const giveBack = () => {
+      if (open) this.reserved -= 1;
+      open = false;
+    };
+    return {
+      leaseUntil,
+      start: (leased) => {
+        giveBack();
+        if (leased.length > 0) this.track(this.runner.runLeased(leased, slotDeadline), leased.map((d) => d.id));
+      },
+      cancel: giveBack,
+    };
+  }
+
+  /** Starts the first attempts of committed deliveries (leasing them), or queues them when there is no room. */
+  readonly dispatch = async (deliveryIds: readonly string[]): Promise<void> => {
+    if (deliveryIds.length === 0) return;
+    if (this.full || deliveryIds.length > DELIVER_CHUNK) return this.queues.deliverNow(deliveryIds);
+    this.track(this.runner.run(deliveryIds), deliveryIds);
+  };
+
+  private track(attempts: Promise<AttemptBatchOutcome>, deliveryIds: readonly string[]): void {
+    const run: Promise<void> = attempts
+      // Deliveries turned away by a saturated origin come back shortly as jobs of their own.
+      .then((outcome) => this.queues.deliverMany(outcome.busy.map((b) => ({ id: b.id, dueAt: b.retryAt }))))
+      .catch(async (error: unknown) => {
+        this.logger?.warn({ deliveries: deliveryIds.length, err: (error as Error).message }, 'local run failed; the deliveries go on the queue');
+        // Leases still held make those attempts wait; the reconciler covers whatever this cannot enqueue.
+        await this.queues.deliverNow(deliveryIds).catch(() => undefined);
+      })
+      .finally(() => this.running.delete(run));
+    this.running.add(run);
+  }
+
+  /** Runs in progress (for metrics and tests). */
+  get inProgress(): number {
+    return this.running.size;
+  }
+
+  /** Stops running locally and waits for the runs in progress to record their attempts. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.allSettled([...this.running]);
+  }
+}
+
+/** Hands committed, due deliveries to their first attempt: in this process when it can, else the deliver queue. */
+export function dispatchDeliveries(ctx: { local?: LocalDispatcher | undefined; queues: DeliveryQueues }, deliveryIds: readonly string[]): Promise<void> {
+  return ctx.local ? ctx.local.dispatch(deliveryIds) : ctx.queues.deliverNow(deliveryIds);
+}

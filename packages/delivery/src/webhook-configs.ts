@@ -1,0 +1,141 @@
+import { ConfigCache } from '@gatehook/cache/config-cache';
+import type { InvalidationBus } from '@gatehook/cache/invalidation';
+import { compileEventCondition, type CompiledCondition } from '@gatehook/conditions/event-condition';
+import type { SecretBox } from '@gatehook/core/encryption';
+import type { Logger } from '@gatehook/core/logger';
+import type { StoredWebhook } from '@gatehook/core/webhook-config';
+import { sqlPool, type Db } from '@gatehook/db/client';
+import { loadOrgWebhooks } from '@gatehook/db/webhooks';
+import { parseTemplate, type Template } from '@gatehook/templates/template';
+import type { AuditEventData } from './envelope';
+import { renderEnvelope } from './envelope';
+import { renderWithTemplate } from './payload-template';
+
+/** The invalidation topic of webhook configuration; its keys are organisation ids. */
+export const WEBHOOKS_TOPIC = 'webhooks';
+
+export type RenderResult = { ok: true; json: string } | { ok: false; error: string };
+
+/**
+ * A webhook ready for the hot path: its stored configuration with secrets decrypted once, its condition and
+ * template compiled once, per load of its organisation's configuration.
+ */
+export interface LiveWebhook extends StoredWebhook {
+  url: string;
+  origin: string;
+  headers: Record<string, string>;
+  secret: string;
+  previousSecret: string | null;
+  /** Set when a stored secret cannot be decrypted with the configured keys: its deliveries fail with this error. */
+  unreadable: string | null;
+  /** SPEC 6.2: no condition matches everything; an evaluation error or a stored condition that no longer compiles skips. */
+  matches(event: AuditEventData): boolean;
+  /** Renders one event through the template, or the default envelope (memoised per event in `envelopes`). */
+  render(event: AuditEventData, envelopes?: Map<string, string>): RenderResult;
+}
+
+const MATCH_ALL = () => true;
+
+function compileCondition(webhook: StoredWebhook, logger?: Logger): (event: AuditEventData) => boolean {
+  if (webhook.condition.trim() === '') return MATCH_ALL;
+  const compiled = compileEventCondition(webhook.condition, webhook.events);
+  if (!compiled.ok) {
+    logger?.warn({ webhookId: webhook.id, issues: compiled.issues.map((i) => i.message) }, 'stored condition no longer compiles; the webhook matches nothing until it is fixed');
+    return () => false;
+  }
+  const condition: CompiledCondition = compiled.condition;
+  return (event) => {
+    const result = condition.evaluate(event);
+    return result.ok && result.matches;
+  };
+}
+
+/** Decrypts and compiles one stored webhook. Never throws: an unreadable secret is reported on the result. */
+export function toLiveWebhook(stored: StoredWebhook, box: SecretBox, logger?: Logger): LiveWebhook {
+  let url = '';
+  let origin = '';
+  let headers: Record<string, string> = {};
+  let vars: Record<string, string> = {};
+  let secret = '';
+  let previousSecret: string | null = null;
+  let unreadable: string | null = null;
+  try {
+    url = box.decrypt(stored.urlEncrypted);
+    origin = new URL(url).origin;
+    headers = stored.headersEncrypted ? box.decryptMap(stored.headersEncrypted) : {};
+    vars = stored.varsEncrypted ? box.decryptMap(stored.varsEncrypted) : {};
+    secret = box.decrypt(stored.secretEncrypted);
+    previousSecret = stored.previousSecretEncrypted ? box.decrypt(stored.previousSecretEncrypted) : null;
+  } catch {
+    unreadable = 'secret_unreadable: a stored secret of this webhook cannot be decrypted with the configured keys';
+  }
+  let template: Template | Error | null = null;
+  if (stored.template.trim() !== '') {
+    try {
+      template = parseTemplate('template', stored.template);
+    } catch (error) {
+      template = new Error((error as Error).message);
+    }
+  }
+  return {
+    ...stored,
+    url,
+    origin,
+    headers,
+    secret,
+    previousSecret,
+    unreadable,
+    matches: compileCondition(stored, logger),
+    render(event, envelopes) {
+      if (template === null) {
+        let json = envelopes?.get(event.id);
+        if (json === undefined) {
+          json = renderEnvelope(event);
+          envelopes?.set(event.id, json);
+        }
+        return { ok: true, json };
+      }
+      return renderWithTemplate(template, event, vars);
+    },
+  };
+}
+
+/**
+ * Per-process cache of every organisation's webhooks (one bounded cache, packages/cache), invalidated through
+ * Redis pub/sub by every change: an edited, paused or deleted webhook is honoured by every worker at once (within
+ * 1 s even when a message is lost to a reconnect, since the bus then clears everything; the TTL is the last backstop).
+ */
+export class WebhookConfigs {
+  private readonly cache: ConfigCache<LiveWebhook[]>;
+
+  constructor(db: Db, box: SecretBox, options: { logger?: Logger; max?: number; ttlMs?: number } = {}) {
+    const pool = sqlPool(db);
+    this.cache = new ConfigCache<LiveWebhook[]>({
+      max: options.max ?? 10_000,
+      ttlMs: options.ttlMs ?? 60_000,
+      load: async (orgId) => (await loadOrgWebhooks(pool, orgId)).map((w) => toLiveWebhook(w, box, options.logger)),
+    });
+  }
+
+  /** Every webhook of an organisation, whatever its status. */
+  async ofOrg(orgId: string): Promise<LiveWebhook[]> {
+    return (await this.cache.get(orgId)) ?? [];
+  }
+
+  /** One webhook; a miss reloads the organisation once (a webhook created after the cached load). */
+  async get(orgId: string, webhookId: string): Promise<LiveWebhook | null> {
+    const found = (await this.ofOrg(orgId)).find((w) => w.id === webhookId);
+    if (found) return found;
+    this.cache.invalidate([orgId]);
+    return (await this.ofOrg(orgId)).find((w) => w.id === webhookId) ?? null;
+  }
+
+  /** Drops an organisation's entry in this process (after a change made here). */
+  invalidate(orgId: string): void {
+    this.cache.invalidate([orgId]);
+  }
+
+  follow(bus: InvalidationBus): Promise<() => void> {
+    return this.cache.follow(bus, WEBHOOKS_TOPIC);
+  }
+}
