@@ -14,6 +14,7 @@ import { createDb } from '@gatehook/db/client';
 import { RateLimiter } from '@gatehook/ratelimit/limiter';
 import { RuleCache } from '@gatehook/ratelimit/rule-cache';
 import { MemoryCounterStore } from '@gatehook/ratelimit/stores/memory';
+import { counterKey } from '@gatehook/ratelimit/counter-key';
 import { CHECK_AND_CONSUME_SHA, RedisCounterStore } from '@gatehook/ratelimit/stores/redis';
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
@@ -90,13 +91,15 @@ async function redisFigure(seconds: number): Promise<Figure> {
   const redis = new Redis(TEST_REDIS_URL);
   const store = new RedisCounterStore(redis, { prefix, timeoutMs: 5000 });
   const limits = RULES.map(() => ({ calls: 2_000_000_000, windowMs: HOUR * 1000, deny: true }));
-  const ids = ['org', 'user', 'tool'].map((k) => `${k}:bench`);
-  const batch = { orgId: ORG, ids, limits, cost: 1 };
+  // Counters as the limiter names them for RULES: one per organisation, one per user, one per tool.
+  const owners = RULES.map((r) => r.id);
+  const counterKeys = ['', USERS[0]!, 'github.create_issue'];
+  const batch = { orgId: ORG, owners, keys: counterKeys, limits, cost: 1 };
   await store.checkAndConsume(batch); // loads the script
   const value = await asyncOpsPerSecond(() => store.checkAndConsume(batch), seconds, 50);
 
   // The same script with the same keys and arguments, from redis-benchmark's 50 clients.
-  const keys = ids.map((id) => `${prefix}:rl:{${ORG}}:${id}`);
+  const keys = owners.map((owner, i) => counterKey(prefix, ORG, owner, counterKeys[i]!));
   const args = ['1', ...limits.flatMap((l) => [String(l.calls), String(l.windowMs), '1'])];
   const url = new URL(TEST_REDIS_URL);
   const requests = String(Math.max(10_000, Math.round(value * seconds)));

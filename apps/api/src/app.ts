@@ -1,3 +1,4 @@
+import type { RequestListener } from 'node:http';
 import express, { type Express } from 'express';
 import type { Redis } from 'ioredis';
 import type { Config } from '@gatehook/core/config';
@@ -16,7 +17,7 @@ import { MemoryCounterStore } from '@gatehook/ratelimit/stores/memory';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import { consoleRouter } from './http/console';
 import type { ApiKeyCache } from './http/api-keys';
-import { checkPath } from './http/check-path';
+import { CHECK_ROUTE, checkPath, withCheckPath, type CheckPath } from './http/check-path';
 import { errorHandler, notFoundHandler } from './http/errors';
 import { buildOpenApi } from './http/openapi';
 import { mountRoutes, type AnyRoute } from './http/route';
@@ -51,8 +52,20 @@ export interface AppDeps {
   lookup?: HostLookup;
 }
 
-/** Builds the Express app without listening, so tests and main.ts share it. */
-export function createApp(deps: AppDeps): Express {
+/** The API without listening, so tests and main.ts share it: the Express app and the server's request listener. */
+export interface Api {
+  app: Express;
+  /** What the HTTP server calls: the check path ahead of Express, everything else through the app. */
+  listener: RequestListener;
+}
+
+/** Builds the API (see {@link Api}). */
+export function createApi(deps: AppDeps): Api {
+  const app = createApp(deps);
+  return { app: app.express, listener: withCheckPath(app.check, app.express, deps.logger) };
+}
+
+function createApp(deps: AppDeps): { express: Express; check: CheckPath } {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -75,8 +88,10 @@ export function createApp(deps: AppDeps): Express {
     registers: [registry],
   });
 
-  // The gateway's hot path, ahead of every middleware below (CONTRACT 8; docs/rate-limits.md "The check path").
-  app.post('/rate-limits/check', checkPath({ keys: deps.apiKeys, limiter: deps.limiter, decisions }));
+  // The gateway's hot path (CONTRACT 8; docs/rate-limits.md "The check path"): answered before Express for the
+  // exact URL, and as a route ahead of every middleware below for its other spellings.
+  const check = checkPath({ keys: deps.apiKeys, limiter: deps.limiter, decisions });
+  app.post(CHECK_ROUTE, check.route);
 
   app.use((req, res, next) => {
     const started = process.hrtime.bigint();
@@ -141,5 +156,5 @@ export function createApp(deps: AppDeps): Express {
   app.use(router);
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
-  return app;
+  return { express: app, check };
 }

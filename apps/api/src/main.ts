@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { createServer } from 'node:http';
 import { Redis } from 'ioredis';
 import { InvalidationBus } from '@gatehook/cache/invalidation';
 import { SecretBox } from '@gatehook/core/encryption';
@@ -7,7 +8,7 @@ import { runService, type RunningService, closeRedis } from '@gatehook/core/serv
 import { createDb } from '@gatehook/db/client';
 import { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
-import { createApp } from './app';
+import { createApi } from './app';
 import { startApiKeyCache } from './http/api-keys';
 import { startConfiguredRateLimiter } from './services/rate-limit-check';
 import { loadConfig } from './env';
@@ -30,14 +31,14 @@ async function main(): Promise<RunningService> {
   const bus = new InvalidationBus(subscriber, config.REDIS_PREFIX);
   const apiKeys = await startApiKeyCache(config, db, bus);
   const rateLimiting = await startConfiguredRateLimiter(config, db, { queues, logger, bus });
-  const app = createApp({
+  const api = createApi({
     config, db, redis, queues, logger, apiKeys,
     limiter: rateLimiting.limiter,
     box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY),
     send: (request) => egress.send(request),
   });
 
-  const server = app.listen(config.PORT);
+  const server = createServer(api.listener).listen(config.PORT);
   await once(server, 'listening');
   logger.info({ port: config.PORT }, 'api listening');
 

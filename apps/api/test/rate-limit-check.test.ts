@@ -222,4 +222,32 @@ describe.each(['memory', 'redis'] as const)('POST /rate-limits/check (%s store)'
     const checker = await org.key('member', ['check_rate_limits']);
     expect((await api.call('POST', '/rate-limits/check', { key: checker, body: { tool_key: 'x' } })).status).toBe(200);
   });
+
+  it('answers the same on the path served before Express and on the route (a query string or a trailing slash)', async () => {
+    const org = await newOrg();
+    const ceiling = await rule(org, { limit: 3 });
+    const spellings = ['/rate-limits/check', '/rate-limits/check?trace=1', '/rate-limits/check/'];
+    const remaining = [];
+    for (const path of spellings) {
+      const response = await api.call('POST', path, { key: org.member, body: { tool_key: 'x' } });
+      expect([path, response.status]).toEqual([path, 200]);
+      expect(response.body.rules[0].rule_id).toBe(ceiling.id);
+      remaining.push(response.body.rules[0].remaining);
+    }
+    // One budget, counted by every spelling.
+    expect(remaining).toEqual([2, 1, 0]);
+    for (const path of spellings) {
+      const errors = [
+        [await api.call('POST', path, { key: org.member, body: { tool_key: 'x', cost: 0 } }), 422, 'validation_error'],
+        [await api.call('POST', path, { key: org.member, body: '{"tool_key":' }), 400, 'bad_request'],
+        [await api.call('POST', path, { key: org.member, body: '[1]' }), 400, 'bad_request'],
+        [await api.call('POST', path, { body: { tool_key: 'x' } }), 401, 'unauthorized'],
+        [await api.call('POST', path, { key: org.member, body: 'x'.repeat(1024 * 1024 + 1) }), 413, 'payload_too_large'],
+      ] as const;
+      for (const [response, status, code] of errors) {
+        expect([path, response.status, response.body.error.code]).toEqual([path, status, code]);
+        expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+      }
+    }
+  });
 });

@@ -1,6 +1,11 @@
 // The counter a call counts against: one per (rule, key), where the key is the call's values of the rule's
-// key_by dimensions in canonical (sorted) order. The organisation is the hash tag, so every counter one check
-// touches lives in one Redis Cluster slot and the check stays one script call.
+// key_by dimensions in canonical (sorted) order. Two spellings of that key:
+//  - the budget key, readable and self-describing (`org=<id>;user=<id>`), for audit events and logs;
+//  - the counter key, what stores index by: the values of key_by besides `org` only (counters live per
+//    organisation and per rule, whose key_by is fixed, so names and the organisation add nothing). With one
+//    dimension it is the call's own string, whose hash V8 already holds: no string is built on a check.
+// In Redis the organisation is the hash tag, so every counter one check touches lives in one Redis Cluster slot
+// and the check stays one script call.
 
 import type { KeyBy } from '@gatehook/core/rate-limit-rule-schema';
 import type { ToolCall } from './scope';
@@ -40,12 +45,29 @@ export function budgetKey(orgId: string, keyBy: readonly KeyBy[], call: ToolCall
   return key;
 }
 
-/** The id of the counter of a rule and budget key, unique within an organisation. */
-export function counterId(ruleId: string, key: string): string {
-  return `${ruleId}:${key}`;
+/** How a rule's counter key is read off a call: compiled once per rule. */
+export type CounterKeyOf = (call: ToolCall) => string;
+
+/**
+ * The counter key of a rule's key_by (canonical: sorted, unique, with org): `''` for `["org"]`, the value itself
+ * for one more dimension, the values escaped and `;`-joined for several (so one call's values cannot forge
+ * another's). A missing attribute counts under the empty value, as in the budget key.
+ */
+export function compileCounterKey(keyBy: readonly KeyBy[]): CounterKeyOf {
+  const reads = keyBy.filter((dimension): dimension is Exclude<KeyBy, 'org'> => dimension !== 'org').map((dimension) => attribute[dimension]);
+  if (reads.length === 0) return () => '';
+  if (reads.length === 1) {
+    const read = reads[0]!;
+    return (call) => read(call) ?? '';
+  }
+  return (call) => {
+    let key = escapeValue(reads[0]!(call) ?? '');
+    for (let i = 1; i < reads.length; i += 1) key += `;${escapeValue(reads[i]!(call) ?? '')}`;
+    return key;
+  };
 }
 
-/** The Redis key of a counter, hash-tagged by organisation. */
-export function counterKey(prefix: string, orgId: string, id: string): string {
-  return `${prefix}:rl:{${orgId}}:${id}`;
+/** The Redis key of a counter (its rule or other owner, and its counter key), hash-tagged by organisation. */
+export function counterKey(prefix: string, orgId: string, owner: string, key: string): string {
+  return `${prefix}:rl:{${orgId}}:${owner}:${key}`;
 }

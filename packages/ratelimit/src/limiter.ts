@@ -3,7 +3,7 @@
 // the decision of CONTRACT 8.
 
 import type { RateLimitRule } from '@gatehook/core/rate-limit-rule-schema';
-import { budgetKey, counterId } from './counter-key';
+import { budgetKey } from './counter-key';
 import type { CounterLimit } from './consume';
 import type { CompiledRule, LimiterLogger, RuleCache } from './rule-cache';
 import type { ToolCall } from './scope';
@@ -118,23 +118,23 @@ export class RateLimiter {
     }
     if (matching.length === 0) return { allowed: true, retryAfterMs: null, deniedBy: null, rules: [], source: 'no_rules' };
 
+    const owners: string[] = new Array(matching.length);
     const keys: string[] = new Array(matching.length);
-    const ids: string[] = new Array(matching.length);
     const limits: CounterLimit[] = new Array(matching.length);
     for (let i = 0; i < matching.length; i += 1) {
-      const { rule, budget } = matching[i]!;
-      keys[i] = budgetKey(orgId, rule.keyBy, call);
-      ids[i] = counterId(rule.id, keys[i]!);
-      limits[i] = { calls: budget.calls, windowMs: budget.windowMs, deny: rule.action === 'deny' };
+      const entry = matching[i]!;
+      owners[i] = entry.rule.id;
+      keys[i] = entry.counterKey(call);
+      limits[i] = entry.limit;
     }
-    const decided = this.counters.decide({ orgId, ids, limits, cost: call.cost });
+    const decided = this.counters.decide({ orgId, owners, keys, limits, cost: call.cost });
     // Memory counters decide synchronously: no promise on the default store's path.
     return decided instanceof Promise
-      ? decided.then((d) => this.toDecision(orgId, call, matching, keys, d))
-      : this.toDecision(orgId, call, matching, keys, decided);
+      ? decided.then((d) => this.toDecision(orgId, call, matching, d))
+      : this.toDecision(orgId, call, matching, decided);
   }
 
-  private toDecision(orgId: string, call: ToolCall, matching: readonly CompiledRule[], keys: readonly string[], decided: { result: StoreDecision; source: DecisionSource } | 'closed'): Decision {
+  private toDecision(orgId: string, call: ToolCall, matching: readonly CompiledRule[], decided: { result: StoreDecision; source: DecisionSource } | 'closed'): Decision {
     if (decided === 'closed') {
       const now = this.now();
       return {
@@ -163,7 +163,7 @@ export class RateLimiter {
         if (call.cost > budget.calls) fits = false;
         wait = Math.max(wait, outcome.resetAt - result.now);
       }
-      if (outcome.firstExceeded && this.options.onExceeded) this.report({ orgId, rule, key: keys[i]!, call, denied: !result.allowed });
+      if (outcome.firstExceeded && this.options.onExceeded) this.report({ orgId, rule, key: budgetKey(orgId, rule.keyBy, call), call, denied: !result.allowed });
     }
     if (!result.allowed) retryAfterMs = fits ? Math.max(1, wait) : null;
     return { allowed: result.allowed, retryAfterMs, deniedBy, rules, source };

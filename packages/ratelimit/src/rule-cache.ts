@@ -3,6 +3,8 @@ import { LRUCache } from 'lru-cache';
 import { publishInvalidation, type InvalidationBus } from '@gatehook/cache/invalidation';
 import type { RateLimitRule } from '@gatehook/core/rate-limit-rule-schema';
 import { budgetOf, type Budget } from './budget';
+import type { CounterLimit } from './consume';
+import { compileCounterKey, type CounterKeyOf } from './counter-key';
 import { compileScope, type ScopeMatcher } from './scope';
 
 /** The invalidation topic (packages/cache) on which rule changes are announced; its keys are organisation ids. */
@@ -19,11 +21,15 @@ export function announceRulesChanged(redis: Redis, prefix: string, orgId: string
 /** Where rules come from: the active rules of an organisation, in rule order (created_at, then id). */
 export type RuleSource = (orgId: string) => Promise<RateLimitRule[]>;
 
-/** A rule ready for the hot path: its budget and compiled scope. */
+/** A rule ready for the hot path: its budget, compiled scope, counter limit and counter key. */
 export interface CompiledRule {
   rule: RateLimitRule;
   budget: Budget;
   scope: ScopeMatcher;
+  /** What the rule's counters admit (the budget and the action), shared by every check. */
+  limit: CounterLimit;
+  /** The call's counter key under this rule. */
+  counterKey: CounterKeyOf;
 }
 
 /** The few logger methods the limiter uses (pino fits). */
@@ -147,7 +153,9 @@ export class RuleCache {
     const compiled: CompiledRule[] = [];
     for (const rule of rules) {
       try {
-        compiled.push({ rule, budget: budgetOf(rule), scope: compileScope(rule.scope) });
+        const budget = budgetOf(rule);
+        const limit = { calls: budget.calls, windowMs: budget.windowMs, deny: rule.action === 'deny' };
+        compiled.push({ rule, budget, scope: compileScope(rule.scope), limit, counterKey: compileCounterKey(rule.keyBy) });
       } catch (error) {
         // A stored condition that no longer compiles matches nothing (as for webhooks, SPEC 6.2.7): never widened.
         this.options.logger?.warn({ org_id: orgId, rule_id: rule.id, err: (error as Error).message }, 'rate limit rule scope does not compile; the rule matches nothing');

@@ -25,6 +25,10 @@ export class ScopeCompileError extends Error {
 
 type Test = (call: ToolCall) => boolean;
 
+// Shared answers: matching runs for every rule on every check.
+const MATCHES: ScopeMatch = Object.freeze({ matches: true });
+const DOES_NOT_MATCH: ScopeMatch = Object.freeze({ matches: false });
+
 function oneOf(values: readonly string[], attribute: (call: ToolCall) => string | undefined): Test | null {
   if (values.length === 0) return null;
   const set = new Set(values);
@@ -63,10 +67,11 @@ export function compileScope(scope: RuleScope): ScopeMatcher {
 
   return {
     match(call) {
-      for (const test of tests) if (!test(call)) return { matches: false };
-      if (!condition) return { matches: true };
+      for (const test of tests) if (!test(call)) return DOES_NOT_MATCH;
+      if (!condition) return MATCHES;
       const result = condition.evaluate(call);
-      return result.ok ? { matches: result.matches } : { matches: false, error: result.error };
+      if (!result.ok) return { matches: false, error: result.error };
+      return result.matches ? MATCHES : DOES_NOT_MATCH;
     },
   };
 }

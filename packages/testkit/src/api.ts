@@ -1,9 +1,9 @@
 import { closeRedis } from '@gatehook/core/service';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { Redis } from 'ioredis';
-import { createApp } from '@gatehook/api/app';
+import { createApi } from '@gatehook/api/app';
 import { startApiKeyCache } from '@gatehook/api/http/api-keys';
 import { InvalidationBus } from '@gatehook/cache/invalidation';
 import { startConfiguredRateLimiter } from '@gatehook/api/services/rate-limit-check';
@@ -67,7 +67,7 @@ export async function startTestApi(
   const bus = new InvalidationBus(subscriber, config.REDIS_PREFIX);
   const apiKeys = await startApiKeyCache(config, db, bus);
   const rateLimiting = await startConfiguredRateLimiter(config, db, { queues, bus });
-  const app = createApp({
+  const api = createApi({
     config,
     db,
     redis,
@@ -82,7 +82,7 @@ export async function startTestApi(
     ...(options.lookup ? { lookup: options.lookup } : {}),
   });
   const server: Server = await new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    const s = createServer(api.listener).listen(0, '127.0.0.1', () => resolve(s));
   });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { IncomingMessage } from 'node:http';
 import { hasPermission, looksLikeApiKey, type Permission, type Principal } from '@gatehook/core/api-keys';
 import { AppError } from '@gatehook/core/errors';
 import type { ApiKeyCache } from './api-keys';
@@ -16,7 +16,7 @@ function unknownKey(): AppError {
  * Resolves the bearer key of a request into its principal, or throws 401. Synchronous when the key is cached, so
  * the check route's common case awaits nothing before the limiter.
  */
-export function authenticate(keys: ApiKeyCache, req: Request): Principal | Promise<Principal> {
+export function authenticate(keys: ApiKeyCache, req: IncomingMessage): Principal | Promise<Principal> {
   const header = req.headers.authorization ?? '';
   const token = BEARER.exec(header)?.[1];
   if (!token || !looksLikeApiKey(token)) throw new AppError('unauthorized', 'A valid API key is required (Authorization: Bearer ghk_...)');

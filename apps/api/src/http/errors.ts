@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError, errorBody } from '@gatehook/core/errors';
 import type { Logger } from '@gatehook/core/logger';
@@ -32,18 +33,34 @@ function fromHttpError(error: { status?: unknown; statusCode?: unknown }): AppEr
   return new AppError('bad_request', 'The request could not be read');
 }
 
+/**
+ * Any error as the AppError the client gets: ours as they are, Express's own mapped, an unreachable database a 503
+ * with Retry-After, anything else a 500 without details (logged, with the route template, never the URL).
+ */
+export function toAppError(error: unknown, logger: Logger, method: string, path: string): AppError {
+  let appError = error instanceof AppError ? error : (fromParserError(error as { type?: string }) ?? fromHttpError((error ?? {}) as { status?: unknown }));
+  if (!appError && isDatabaseUnavailable(error)) {
+    logger.warn({ method, path }, 'database unavailable');
+    appError = new AppError('unavailable', 'The service is temporarily unavailable; retry later', undefined, { 'retry-after': '5' });
+  }
+  if (!appError) {
+    logger.error({ err: error, method, path }, 'unhandled error');
+    appError = new AppError('internal', 'An internal error occurred');
+  }
+  return appError;
+}
+
+/** Writes an error as CONTRACT section 3's shape on a bare response (the check path, outside Express). */
+export function sendError(res: ServerResponse, appError: AppError): void {
+  const body = JSON.stringify(errorBody(appError));
+  res.writeHead(appError.status, { ...appError.headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
 /** The one error handler: every error leaves as CONTRACT section 3's shape; a 5xx never carries details. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
-    let appError = error instanceof AppError ? error : (fromParserError(error as { type?: string }) ?? fromHttpError((error ?? {}) as { status?: unknown }));
-    if (!appError && isDatabaseUnavailable(error)) {
-      logger.warn({ method: req.method, path: req.route?.path ?? 'unmatched' }, 'database unavailable');
-      appError = new AppError('unavailable', 'The service is temporarily unavailable; retry later', undefined, { 'retry-after': '5' });
-    }
-    if (!appError) {
-      logger.error({ err: error, method: req.method, path: req.route?.path ?? 'unmatched' }, 'unhandled error');
-      appError = new AppError('internal', 'An internal error occurred');
-    }
+    const appError = toAppError(error, logger, req.method, req.route?.path ?? 'unmatched');
     if (appError.headers) res.set(appError.headers);
     res.status(appError.status).json(errorBody(appError));
   };

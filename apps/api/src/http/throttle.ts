@@ -6,6 +6,9 @@ import type { LimiterLogger } from '@gatehook/ratelimit/rule-cache';
 import { FailoverStore } from '@gatehook/ratelimit/stores/failover';
 import type { CounterStore, StoreDecision } from '@gatehook/ratelimit/stores/store';
 
+/** The owner of throttling counters in the store, next to the rules' (which own theirs by uuid). */
+const THROTTLE_OWNER = ['api-key'] as const;
+
 /** Routes CONTRACT 14 exempts: ingestion and checks, the gateway's hot paths, have budgets of their own. */
 export const UNTHROTTLED_ROUTES: ReadonlySet<string> = new Set(['post /audit-events', 'post /rate-limits/check']);
 
@@ -38,8 +41,8 @@ export class ManagementThrottle {
 
   /** Counts one request of the key; throws 429 when its budget is spent. Synchronous with the memory store. */
   admit(principal: Principal): void | Promise<void> {
-    // Never a rule's counter: rule counter ids start with the rule's uuid.
-    const decided = this.counters.decide({ orgId: principal.orgId, ids: [`api-key:${principal.keyId}`], limits: this.limits, cost: 1 });
+    // Never a rule's counter: rules own their counters by their uuid.
+    const decided = this.counters.decide({ orgId: principal.orgId, owners: THROTTLE_OWNER, keys: [principal.keyId], limits: this.limits, cost: 1 });
     if (decided instanceof Promise) return decided.then((d) => this.verdict(d));
     this.verdict(decided);
   }

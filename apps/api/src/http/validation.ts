@@ -54,7 +54,11 @@ export function objectBody(req: Request): Record<string, unknown> {
  * string Postgres cannot store (NUL, unpaired surrogates) or nesting past the depth limit, whatever the route.
  */
 export function parseBody<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
-  const body = objectBody(req);
+  return validateObject(schema, objectBody(req));
+}
+
+/** parseBody's checks on a body already parsed and known to be an object. */
+export function validateObject<T extends z.ZodType>(schema: T, body: Record<string, unknown>): z.output<T> {
   const unstorable = findUnstorable(body);
   if (unstorable?.tooLarge) throw new AppError('payload_too_large', 'The request body has too many JSON values', [unstorable]);
   if (unstorable) throw validationError([unstorable]);

@@ -18,9 +18,9 @@ describe('FailoverStore (fail open)', () => {
     const store = new RedisCounterStore(redis, { prefix, timeoutMs: 100 });
     const counters = new FailoverStore(store, { failMode: 'open', retryStoreAfterMs: 60_000 });
     const orgId = randomUUID();
-    const batch = { orgId, ids: ['r:org=x'], limits: [{ calls: 2, windowMs: 60_000, deny: true }], cost: 1 };
+    const batch = { orgId, owners: ['r'], keys: [''], limits: [{ calls: 2, windowMs: 60_000, deny: true }], cost: 1 };
     try {
-      await store.checkAndConsume({ ...batch, ids: ['warm-up'] }); // loads the script
+      await store.checkAndConsume({ ...batch, owners: ['warm-up'] }); // loads the script
       // Writes (and so scripts) wait for 500 ms: the call times out, and runs in Redis afterwards.
       await admin.client('PAUSE', 500, 'WRITE');
       const timedOut = await counters.decide(batch);
@@ -32,7 +32,7 @@ describe('FailoverStore (fail open)', () => {
       expect(next).toMatchObject({ source: 'fallback', result: { allowed: true, outcomes: [{ remaining: 1 }] } });
 
       // The timed-out script did run once the pause ended: Redis counted it, once.
-      const key = counterKey(prefix, orgId, 'r:org=x');
+      const key = counterKey(prefix, orgId, 'r', '');
       const deadline = Date.now() + 5_000;
       while ((await admin.hget(key, 'u')) === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       expect(await admin.hget(key, 'u')).toBe('1');
@@ -49,7 +49,7 @@ describe('FailoverStore (fail open)', () => {
     const dead = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
     dead.on('error', () => undefined);
     const counters = new FailoverStore(new RedisCounterStore(dead, { prefix: 'x', timeoutMs: 100 }), { failMode: 'closed', retryStoreAfterMs: 1_000, now: () => clock });
-    const batch = { orgId: randomUUID(), ids: ['r'], limits: [{ calls: 1, windowMs: 1000, deny: true }], cost: 1 };
+    const batch = { orgId: randomUUID(), owners: ['r'], keys: [''], limits: [{ calls: 1, windowMs: 1000, deny: true }], cost: 1 };
     expect(await counters.decide(batch)).toBe('closed');
     // Resting: no promise, no call to Redis.
     expect(counters.decide(batch)).toBe('closed');

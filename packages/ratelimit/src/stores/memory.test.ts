@@ -2,7 +2,7 @@ import { MemoryCounterStore } from './memory';
 
 describe('MemoryCounterStore', () => {
   let clock = 0;
-  const batch = (id: string, calls = 2, windowMs = 1000) => ({ orgId: 'org', ids: [id], limits: [{ calls, windowMs, deny: true }], cost: 1 });
+  const batch = (key: string, calls = 2, windowMs = 1000) => ({ orgId: 'org', owners: ['rule'], keys: [key], limits: [{ calls, windowMs, deny: true }], cost: 1 });
 
   it('drops counters whose window has ended, and only those', async () => {
     const store = new MemoryCounterStore({ now: () => clock });
@@ -32,25 +32,25 @@ describe('MemoryCounterStore', () => {
 
   it('caps one organisation at maxCountersPerOrg, evicting only its own counters', async () => {
     const store = new MemoryCounterStore({ now: () => 0, maxCountersPerOrg: 100, maxCounters: 150 });
-    const spend = (orgId: string, id: string) => store.decide({ orgId, ids: [id], limits: [{ calls: 1, windowMs: 60_000, deny: true }], cost: 1 });
+    const spend = (orgId: string, key: string) => store.decide({ orgId, owners: ['rule'], keys: [key], limits: [{ calls: 1, windowMs: 60_000, deny: true }], cost: 1 });
     // The victim spends the whole budget of 40 counters.
-    for (let i = 0; i < 40; i += 1) expect(spend('victim', `tool-${i}:org=victim`).allowed).toBe(true);
+    for (let i = 0; i < 40; i += 1) expect(spend('victim', `tool-${i}`).allowed).toBe(true);
     // The flooder sends 10,000 distinct tool keys, far past both ceilings.
-    for (let i = 0; i < 10_000; i += 1) spend('flooder', `tool-${i}:org=flooder`);
+    for (let i = 0; i < 10_000; i += 1) spend('flooder', `tool-${i}`);
     expect(store.sizeOf('flooder')).toBeLessThanOrEqual(100);
     expect(store.sizeOf('victim')).toBe(40);
     expect(store.size).toBeLessThanOrEqual(150);
     // Every one of the victim's budgets is still spent: none was evicted and reset.
-    for (let i = 0; i < 40; i += 1) expect(spend('victim', `tool-${i}:org=victim`).allowed).toBe(false);
+    for (let i = 0; i < 40; i += 1) expect(spend('victim', `tool-${i}`).allowed).toBe(false);
     // The flooder's newest counters survived; its oldest went.
-    expect(spend('flooder', 'tool-9999:org=flooder').allowed).toBe(false);
-    expect(spend('flooder', 'tool-0:org=flooder').allowed).toBe(true);
+    expect(spend('flooder', 'tool-9999').allowed).toBe(false);
+    expect(spend('flooder', 'tool-0').allowed).toBe(true);
     await store.close();
   });
 
   it('keeps the process ceiling by evicting the adding organisation, even when others fill it', async () => {
     const store = new MemoryCounterStore({ now: () => 0, maxCountersPerOrg: 1_000, maxCounters: 100 });
-    const spend = (orgId: string, id: string) => store.decide({ orgId, ids: [id], limits: [{ calls: 1, windowMs: 60_000, deny: true }], cost: 1 });
+    const spend = (orgId: string, key: string) => store.decide({ orgId, owners: ['rule'], keys: [key], limits: [{ calls: 1, windowMs: 60_000, deny: true }], cost: 1 });
     for (let i = 0; i < 90; i += 1) spend('first', `k-${i}`);
     for (let i = 0; i < 1_000; i += 1) spend('second', `k-${i}`);
     expect(store.sizeOf('first')).toBe(90);
@@ -61,11 +61,13 @@ describe('MemoryCounterStore', () => {
 
   it('keeps counters of different organisations apart', async () => {
     const store = new MemoryCounterStore({ now: () => 0 });
-    // Counter ids carry the organisation in their budget key (key_by always includes org).
-    const one = { orgId: 'a', ids: ['r:org=a'], limits: [{ calls: 1, windowMs: 1000, deny: true }], cost: 1 };
+    // The same rule and counter key in two organisations are two counters.
+    const one = { orgId: 'a', owners: ['r'], keys: [''], limits: [{ calls: 1, windowMs: 1000, deny: true }], cost: 1 };
     expect(store.decide(one).allowed).toBe(true);
     expect(store.decide(one).allowed).toBe(false);
-    expect(store.decide({ ...one, orgId: 'b', ids: ['r:org=b'] }).allowed).toBe(true);
+    expect(store.decide({ ...one, orgId: 'b' }).allowed).toBe(true);
+    expect(store.sizeOf('a')).toBe(1);
+    expect(store.sizeOf('b')).toBe(1);
     await store.close();
   });
 });

@@ -21,18 +21,24 @@ interface Entry extends CounterState {
   expiresAt: number;
 }
 
+/** One organisation's counters: per owner (a rule), per counter key, in roughly oldest-window-first order. */
+interface OrgCounters {
+  size: number;
+  owners: Map<string, Map<string, Entry>>;
+}
+
 /**
  * Counters in this process (the default store, SPEC 1.3: with several replicas the effective ceiling is the limit
- * times the replica count). Checks are synchronous inside, so each is atomic over its counters. Growth is
- * bounded: a counter whose window has ended carries no information (the next call opens a new window), so a
- * sweep drops it; and the counters are capped per organisation and per process against a flood of distinct keys.
- * Eviction only ever takes counters of the organisation that is adding one: a tenant flooding distinct tool keys
- * resets its own budgets, never another tenant's.
+ * times the replica count). Checks are synchronous inside, so each is atomic over its counters. Counters sit in
+ * nested maps (organisation → rule → counter key), indexed by strings a check already holds: no key is built per
+ * check. Growth is bounded: a counter whose window has ended carries no information (the next call opens a new
+ * window), so a sweep drops it; and the counters are capped per organisation and per process against a flood of
+ * distinct keys. Eviction only ever takes counters of the organisation that is adding one: a tenant flooding
+ * distinct tool keys resets its own budgets, never another tenant's.
  */
 export class MemoryCounterStore implements CounterStore {
   readonly kind = 'memory' as const;
-  /** Per organisation, counters in roughly oldest-window-first order (a new window moves to the end). */
-  private readonly orgs = new Map<string, Map<string, Entry>>();
+  private readonly orgs = new Map<string, OrgCounters>();
   private total = 0;
   private readonly now: () => number;
   private readonly maxCounters: number;
@@ -64,50 +70,67 @@ export class MemoryCounterStore implements CounterStore {
   /** The same decision without a promise, for a gateway's hot path. */
   decide(batch: CounterBatch): StoreDecision {
     const now = this.now();
-    let counters = this.orgs.get(batch.orgId);
-    if (!counters) {
-      counters = new Map();
-      this.orgs.set(batch.orgId, counters);
+    let org = this.orgs.get(batch.orgId);
+    if (!org) {
+      org = { size: 0, owners: new Map() };
+      this.orgs.set(batch.orgId, org);
     }
-    const { ids } = batch;
-    const states: (Entry | undefined)[] = new Array(ids.length);
-    for (let i = 0; i < ids.length; i += 1) states[i] = counters.get(ids[i]!);
+    const { owners, keys } = batch;
+    const n = owners.length;
+    const maps: Map<string, Entry>[] = new Array(n);
+    const states: (Entry | undefined)[] = new Array(n);
+    for (let i = 0; i < n; i += 1) {
+      let counters = org.owners.get(owners[i]!);
+      if (!counters) {
+        counters = new Map();
+        org.owners.set(owners[i]!, counters);
+      }
+      maps[i] = counters;
+      states[i] = counters.get(keys[i]!);
+    }
     const result = checkAndConsume(states, batch.limits, batch.cost, now);
     let added = false;
-    for (let i = 0; i < ids.length; i += 1) {
+    for (let i = 0; i < n; i += 1) {
       const write = result.writes[i];
       if (!write) continue;
       const previous = states[i];
       if (previous && previous.start === write.start) {
-        // Same window: update in place, no second hash of the key.
+        // Same window: update in place.
         previous.used = write.used;
         previous.reported = write.reported;
         continue;
       }
       // A new window moves the counter to the end of its map, so each map stays roughly oldest-window first.
-      if (previous) counters.delete(ids[i]!);
+      if (previous) maps[i]!.delete(keys[i]!);
       else {
+        org.size += 1;
         this.total += 1;
         added = true;
       }
-      counters.set(ids[i]!, { start: write.start, used: write.used, reported: write.reported, expiresAt: write.start + batch.limits[i]!.windowMs });
+      maps[i]!.set(keys[i]!, { start: write.start, used: write.used, reported: write.reported, expiresAt: write.start + batch.limits[i]!.windowMs });
     }
-    if (added) this.bound(counters, ids.length);
+    if (added) this.bound(org, n);
     return { now, allowed: result.allowed, outcomes: result.outcomes };
   }
 
-  // Past either ceiling, the adding organisation's oldest windows go, never another organisation's. The counters
-  // of the call just decided are the newest and stay: with many organisations each below its own ceiling, the
-  // process may hold up to one call's counters more than maxCounters.
-  private bound(counters: Map<string, Entry>, justWritten: number): void {
-    const overOrg = counters.size - this.maxCountersPerOrg;
-    const overTotal = Math.min(this.total - this.maxCounters, counters.size - justWritten);
-    let evict = Math.max(overOrg, overTotal);
-    if (evict <= 0) return;
-    for (const key of counters.keys()) {
-      if (evict-- <= 0) break;
-      counters.delete(key);
-      this.total -= 1;
+  // Past either ceiling, the adding organisation's oldest windows go, never another organisation's: from its
+  // largest map first (the one a flood of distinct keys grows). The newest counter of each map stays, so the
+  // counters of the call just decided do: with many organisations each below its own ceiling, the process may
+  // hold up to one call's counters more than maxCounters.
+  private bound(org: OrgCounters, justWritten: number): void {
+    let evict = Math.max(org.size - this.maxCountersPerOrg, Math.min(this.total - this.maxCounters, org.size - justWritten));
+    while (evict > 0) {
+      let largest: Map<string, Entry> | undefined;
+      for (const counters of org.owners.values()) if (!largest || counters.size > largest.size) largest = counters;
+      if (!largest || largest.size <= 1) return;
+      let take = Math.min(evict, largest.size - 1);
+      evict -= take;
+      for (const key of largest.keys()) {
+        if (take-- <= 0) break;
+        largest.delete(key);
+        org.size -= 1;
+        this.total -= 1;
+      }
     }
   }
 
@@ -117,8 +140,8 @@ export class MemoryCounterStore implements CounterStore {
    */
   preview(batch: CounterBatch): StoreDecision {
     const now = this.now();
-    const counters = this.orgs.get(batch.orgId);
-    const states = batch.ids.map((id) => counters?.get(id));
+    const org = this.orgs.get(batch.orgId);
+    const states = batch.owners.map((owner, i) => org?.owners.get(owner)?.get(batch.keys[i]!));
     const result = checkAndConsume(states, batch.limits, batch.cost, now);
     // What the call would leave; whether it was reported is Redis's to say if the script ran there.
     const outcomes = result.outcomes.map((outcome) => ({ ...outcome, firstExceeded: false }));
@@ -128,14 +151,18 @@ export class MemoryCounterStore implements CounterStore {
   /** Drops every counter whose window has ended. */
   sweep(): void {
     const now = this.now();
-    for (const [orgId, counters] of this.orgs) {
-      for (const [key, entry] of counters) {
-        if (now >= entry.expiresAt) {
-          counters.delete(key);
-          this.total -= 1;
+    for (const [orgId, org] of this.orgs) {
+      for (const [owner, counters] of org.owners) {
+        for (const [key, entry] of counters) {
+          if (now >= entry.expiresAt) {
+            counters.delete(key);
+            org.size -= 1;
+            this.total -= 1;
+          }
         }
+        if (counters.size === 0) org.owners.delete(owner);
       }
-      if (counters.size === 0) this.orgs.delete(orgId);
+      if (org.size === 0) this.orgs.delete(orgId);
     }
   }
 

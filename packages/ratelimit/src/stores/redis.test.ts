@@ -25,14 +25,15 @@ describe('RedisCounterStore', () => {
       return seed % n;
     };
     // Six counters with small budgets so that denials, log_only exceedances and costs all happen often.
-    const pool: { id: string; limit: CounterLimit }[] = Array.from({ length: 6 }, (_, i) => ({
-      id: `rule-${i}:org=${orgId}`,
+    const pool: { owner: string; key: string; limit: CounterLimit }[] = Array.from({ length: 6 }, (_, i) => ({
+      owner: `rule-${i}`,
+      key: i % 2 === 0 ? '' : `user-${i}`,
       limit: { calls: 5 + rand(40), windowMs: 3_600_000, deny: i % 3 !== 2 },
     }));
     for (let step = 0; step < 3_000; step += 1) {
       const chosen = pool.filter(() => rand(2) === 0);
       if (chosen.length === 0) continue;
-      const batch = { orgId, ids: chosen.map((c) => c.id), limits: chosen.map((c) => c.limit), cost: 1 + (rand(5) === 0 ? rand(6) : 0) };
+      const batch = { orgId, owners: chosen.map((c) => c.owner), keys: chosen.map((c) => c.key), limits: chosen.map((c) => c.limit), cost: 1 + (rand(5) === 0 ? rand(6) : 0) };
       const [fromRedis, fromMemory] = [await store.checkAndConsume(batch), memory.decide(batch)];
       const shape = (d: typeof fromRedis) => ({ allowed: d.allowed, outcomes: d.outcomes.map(({ remaining, exceeded, firstExceeded }) => ({ remaining, exceeded, firstExceeded })) });
       if (JSON.stringify(shape(fromRedis)) !== JSON.stringify(shape(fromMemory))) {
@@ -44,13 +45,13 @@ describe('RedisCounterStore', () => {
 
   it("hash-tags every key by organisation and expires a counter when its window ends, on Redis's clock", async () => {
     const orgId = randomUUID();
-    const decision = await store.checkAndConsume({ orgId, ids: ['r1:org=x', 'r2:org=x;user=u'], limits: [{ calls: 3, windowMs: 5000, deny: true }, { calls: 3, windowMs: 60_000, deny: true }], cost: 1 });
+    const decision = await store.checkAndConsume({ orgId, owners: ['r1', 'r2'], keys: ['', 'u'], limits: [{ calls: 3, windowMs: 5000, deny: true }, { calls: 3, windowMs: 60_000, deny: true }], cost: 1 });
     const [seconds, micros] = await redis.time();
     const serverNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     expect(Math.abs(decision.now - serverNow)).toBeLessThan(1000);
     expect(decision.outcomes.map((o) => o.resetAt - decision.now)).toEqual([5000, 60_000]);
     const keys = (await redis.keys(`${prefix}:rl:{${orgId}}:*`)).sort();
-    expect(keys).toEqual([`${prefix}:rl:{${orgId}}:r1:org=x`, `${prefix}:rl:{${orgId}}:r2:org=x;user=u`]);
+    expect(keys).toEqual([`${prefix}:rl:{${orgId}}:r1:`, `${prefix}:rl:{${orgId}}:r2:u`]);
     const ttl = await redis.pttl(keys[0]!);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(5000);
@@ -58,7 +59,7 @@ describe('RedisCounterStore', () => {
 
   it('loads the script again into a Redis that forgot it (SCRIPT FLUSH)', async () => {
     const orgId = randomUUID();
-    const batch = { orgId, ids: ['r:org=x'], limits: [{ calls: 2, windowMs: 60_000, deny: true }], cost: 1 };
+    const batch = { orgId, owners: ['r'], keys: [''], limits: [{ calls: 2, windowMs: 60_000, deny: true }], cost: 1 };
     await store.checkAndConsume(batch);
     await redis.script('FLUSH');
     const after = await store.checkAndConsume(batch);
@@ -69,7 +70,7 @@ describe('RedisCounterStore', () => {
     const dead = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
     dead.on('error', () => undefined);
     const unreachable = new RedisCounterStore(dead, { prefix, timeoutMs: 100 });
-    await expect(unreachable.checkAndConsume({ orgId: randomUUID(), ids: ['r:k'], limits: [{ calls: 1, windowMs: 1000, deny: true }], cost: 1 })).rejects.toThrow();
+    await expect(unreachable.checkAndConsume({ orgId: randomUUID(), owners: ['r'], keys: ['k'], limits: [{ calls: 1, windowMs: 1000, deny: true }], cost: 1 })).rejects.toThrow();
     dead.disconnect();
   });
 });

@@ -44,7 +44,7 @@ export class RedisCounterStore implements CounterStore {
   }
 
   async checkAndConsume(batch: CounterBatch): Promise<StoreDecision> {
-    const keys = batch.ids.map((id) => counterKey(this.options.prefix, batch.orgId, id));
+    const keys = batch.owners.map((owner, i) => counterKey(this.options.prefix, batch.orgId, owner, batch.keys[i]!));
     const args: (string | number)[] = [batch.cost];
     for (const limit of batch.limits) args.push(limit.calls, limit.windowMs, limit.deny ? 1 : 0);
     const reply = (await this.withinTimeout(this.run(keys, args))) as number[];

@@ -1,12 +1,13 @@
 import type { CounterLimit, CounterOutcome } from '../consume';
 
 /**
- * One check's counters: `ids[i]` is the counter of the i-th matching rule (rule id and budget key, which starts
- * with `org=<id>`, so ids are unique across organisations).
+ * One check's counters, all of one organisation: the i-th is `owners[i]`'s counter `keys[i]` (a rule's id and the
+ * call's counter key under it, see counter-key.ts; or another owner such as `api-key`).
  */
 export interface CounterBatch {
   orgId: string;
-  ids: readonly string[];
+  owners: readonly string[];
+  keys: readonly string[];
   limits: readonly CounterLimit[];
   cost: number;
 }
