@@ -9,7 +9,7 @@ import { toDecisionView } from '../services/rate-limit-check';
 import type { ApiKeyCache } from './api-keys';
 import { authenticate, authorize } from './auth';
 import { sendError, toAppError } from './errors';
-import { validateObject } from './validation';
+import { asObject, validateObject } from './validation';
 
 /** The route of the check (CONTRACT 8). */
 export const CHECK_ROUTE = '/rate-limits/check';
@@ -59,8 +59,7 @@ export function checkPath(deps: CheckPathDeps): CheckPath {
       } catch {
         throw new AppError('bad_request', 'The request body is not valid JSON');
       }
-      if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new AppError('bad_request', 'The request body must be a JSON object');
-      const call = validateObject(checkRequestSchema, body as Record<string, unknown>);
+      const call = validateObject(checkRequestSchema, asObject(body));
       const decision = deps.limiter.decide(orgId, call);
       if (decision instanceof Promise) decision.then((d) => respond(res, d), fail);
       else respond(res, decision);

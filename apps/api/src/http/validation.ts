@@ -43,6 +43,11 @@ export function objectBody(req: Request): Record<string, unknown> {
     const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
     throw new AppError('bad_request', hasBody ? 'The request body must be sent as application/json' : 'A JSON body is required');
   }
+  return asObject(body);
+}
+
+/** A parsed JSON body that must be an object: anything else is a 400. */
+export function asObject(body: unknown): Record<string, unknown> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new AppError('bad_request', 'The request body must be a JSON object');
   }
