@@ -17,12 +17,13 @@ import { MemoryCounterStore } from '@gatehook/ratelimit/stores/memory';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import { consoleRouter } from './http/console';
 import type { ApiKeyCache } from './http/api-keys';
-import { CHECK_ROUTE, checkPath, withCheckPath, type CheckPath } from './http/check-path';
+import { CHECK_ROUTE, checkPath } from './http/check-path';
+import { withFastPaths, type FastHandler } from './http/fast-path';
 import { errorHandler, notFoundHandler } from './http/errors';
 import { buildOpenApi } from './http/openapi';
 import { mountRoutes, type AnyRoute } from './http/route';
 import { ManagementThrottle } from './http/throttle';
-import { auditEventRoutes } from './routes/audit-events';
+import { auditEventRoutes, INGEST_ROUTE, ingestionPath, MAX_INGEST_BODY_BYTES } from './routes/audit-events';
 import { deliveryRoutes } from './routes/deliveries';
 import { destinationRoutes } from './routes/destinations';
 import { eventTypeRoutes } from './routes/event-types';
@@ -62,10 +63,10 @@ export interface Api {
 /** Builds the API (see {@link Api}). */
 export function createApi(deps: AppDeps): Api {
   const app = createApp(deps);
-  return { app: app.express, listener: withCheckPath(app.check, app.express, deps.logger) };
+  return { app: app.express, listener: withFastPaths(app.fast, app.express, deps.logger, app.observe) };
 }
 
-function createApp(deps: AppDeps): { express: Express; check: CheckPath } {
+function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; observe: (route: string, status: number, seconds: number) => void } {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -88,10 +89,14 @@ function createApp(deps: AppDeps): { express: Express; check: CheckPath } {
     registers: [registry],
   });
 
-  // The gateway's hot path (CONTRACT 8; docs/rate-limits.md "The check path"): answered before Express for the
-  // exact URL, and as a route ahead of every middleware below for its other spellings.
+  // The gateway's hot paths, answered before Express for their exact URLs (./http/fast-path.ts): the check
+  // (CONTRACT 8; docs/rate-limits.md "The check path"), also a route ahead of every middleware below for its other
+  // spellings, and ingestion (CONTRACT 6), whose other spellings take its regular route.
   const check = checkPath({ keys: deps.apiKeys, limiter: deps.limiter, decisions });
   app.post(CHECK_ROUTE, check.route);
+  const ingestDeps = { db: deps.db, queues: deps.queues, logger: deps.logger };
+  const fast = [check, ingestionPath(deps.apiKeys, ingestDeps)];
+  const observe = (route: string, status: number, seconds: number) => requestDuration.observe({ method: 'POST', route, status: String(status) }, seconds);
 
   app.use((req, res, next) => {
     const started = process.hrtime.bigint();
@@ -105,7 +110,7 @@ function createApp(deps: AppDeps): { express: Express; check: CheckPath } {
   });
   const jsonTypes = ['application/json', 'application/*+json'];
   // Ingestion takes batches of up to 1000 events (5 MB); every other body is at most 1 MB.
-  app.use('/audit-events', express.json({ limit: '5mb', type: jsonTypes }));
+  app.use(INGEST_ROUTE, express.json({ limit: MAX_INGEST_BODY_BYTES, type: jsonTypes }));
   app.use(express.json({ limit: '1mb', type: jsonTypes }));
 
   const hooks = commitHooks({ redis: deps.redis, prefix: deps.config.REDIS_PREFIX, queues: deps.queues, logger: deps.logger });
@@ -113,7 +118,7 @@ function createApp(deps: AppDeps): { express: Express; check: CheckPath } {
     ...healthRoutes(deps.db, deps.redis),
     ...eventTypeRoutes(),
     ...destinationRoutes(),
-    ...auditEventRoutes({ db: deps.db, queues: deps.queues, logger: deps.logger }),
+    ...auditEventRoutes(ingestDeps),
     ...deliveryRoutes({ db: deps.db, box: deps.box, queues: deps.queues, send: deps.send }),
     ...taskRoutes({ db: deps.db, queues: deps.queues, retentionDays: deps.config.DELIVERY_RETENTION_DAYS }),
     ...notificationRoutes(deps.db),
@@ -156,5 +161,5 @@ function createApp(deps: AppDeps): { express: Express; check: CheckPath } {
   app.use(router);
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
-  return { express: app, check };
+  return { express: app, fast, observe };
 }

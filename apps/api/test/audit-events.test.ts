@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { ingestAuditEvents } from '@gatehook/delivery/ingest';
 import { createTestOrg, startTestApi, type TestApi, type TestOrg } from '@gatehook/testkit/api';
 import { auditEvent } from '@gatehook/testkit/stack';
@@ -93,6 +94,56 @@ describe('POST /audit-events', () => {
     const tooBig = await ingest({ events: Array.from({ length: 1000 }, () => auditEvent({ payload: { note: `${big}${big}` } })) });
     expect(tooBig.status).toBe(413);
     expect(tooBig.body.error.code).toBe('payload_too_large');
+  });
+
+  it('answers the same on the path served before Express and on the route (a query string, a trailing slash)', async () => {
+    for (const path of ['/audit-events', '/audit-events?source=gateway', '/audit-events/']) {
+      const call = (body: unknown, key: string | null = org.admin) => api.call('POST', path, { ...(key === null ? {} : { key }), body });
+      const one = await call(auditEvent());
+      expect([path, one.status, one.body.accepted]).toEqual([path, 202, 1]);
+      const two = await call({ events: [auditEvent(), auditEvent()] });
+      expect([path, two.status, two.body.accepted]).toEqual([path, 202, 2]);
+      expect(await api.db.auditEvent.count({ where: { orgId: org.orgId, id: { in: [...one.body.ids, ...two.body.ids] } } })).toBe(3);
+      const errors = [
+        [await call({ events: [auditEvent({ actor_type: 'robot' })] }), 422, 'validation_error', 'events.0.actor_type'],
+        [await call({ events: [] }), 422, 'validation_error', 'events'],
+        [await call('{"action":'), 400, 'bad_request', undefined],
+        [await call('[1]'), 400, 'bad_request', undefined],
+        [await call(auditEvent(), null), 401, 'unauthorized', undefined],
+        [await call(auditEvent(), org.nobody), 403, 'forbidden', undefined],
+        [await call('x'.repeat(5 * 1024 * 1024 + 1)), 413, 'payload_too_large', undefined],
+      ] as const;
+      for (const [response, status, code, field] of errors) {
+        expect([path, response.status, response.body.error?.code, response.body.error?.details?.[0]?.path]).toEqual([path, status, code, field]);
+        expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+      }
+    }
+  });
+
+  it('takes a compressed body or another charset on the exact URL through the regular route', async () => {
+    const post = (body: Buffer, headers: Record<string, string>) =>
+      fetch(`${api.baseUrl}/audit-events`, { method: 'POST', body, headers: { authorization: `Bearer ${org.admin}`, ...headers } });
+    const json = JSON.stringify(auditEvent());
+    const gzipped = await post(gzipSync(json), { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+    expect(gzipped.status).toBe(202);
+    const utf16 = await post(Buffer.from(json, 'utf16le'), { 'content-type': 'application/json; charset=utf-16le' });
+    expect(utf16.status).toBe(202);
+    const ids = [...((await gzipped.json()) as { ids: string[] }).ids, ...((await utf16.json()) as { ids: string[] }).ids];
+    expect(await api.db.auditEvent.count({ where: { orgId: org.orgId, id: { in: ids } } })).toBe(2);
+  });
+
+  it('counts ingestion in the request duration histogram, on the path before Express too', async () => {
+    const token = 'metrics-token-of-this-test-0123';
+    const own = await startTestApi({ env: { METRICS_TOKEN: token } });
+    try {
+      expect((await own.call('POST', '/audit-events', { key: org.admin, body: auditEvent() })).status).toBe(202);
+      expect((await own.call('POST', '/audit-events', { key: org.admin, body: { events: [] } })).status).toBe(422);
+      const metrics = await own.call('GET', '/metrics', { headers: { authorization: `Bearer ${token}` } });
+      expect(metrics.text).toMatch(/gatehook_http_request_duration_seconds_count\{method="POST",route="\/audit-events",status="202"\} 1\b/);
+      expect(metrics.text).toMatch(/gatehook_http_request_duration_seconds_count\{method="POST",route="\/audit-events",status="422"\} 1\b/);
+    } finally {
+      await own.close();
+    }
   });
 
   it('needs ingest_events', async () => {
