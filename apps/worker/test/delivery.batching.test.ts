@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
+import { sqlPool } from '@gatehook/db/client';
+import { commitFanout, insertAuditEvents, type OutboxEvent } from '@gatehook/db/outbox';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 
 let stack: Stack;
@@ -101,5 +104,58 @@ describe('batching (SPEC 6.5)', () => {
     await stack.settle(ids);
     expect(r.requests).toHaveLength(0);
     expect(await stack.api.db.batchItem.count({ where: { webhookId: hook.id } })).toBe(0);
+  });
+});
+
+describe('full batches formed at fan-out', () => {
+  it('sends the full batches of a large fan-out at once; only the rest waits in the buffer', async () => {
+    const r = await stack.receiver();
+    const hook = await stack.webhook(r, { format: 'ndjson', max_events: 10, events: ['gateway.tool.denied'] });
+    const eventIds = ids(23, '0011');
+    await stack.ingest(eventIds.map((id) => auditEvent({ id, action: 'gateway.tool.denied' })));
+    await r.waitFor((reqs) => reqs.length === 3);
+    expect(r.requests.map((q) => q.body.split('\n').filter((l) => l.length > 0).length).sort()).toEqual([10, 10, 3]);
+    await stack.settle(eventIds);
+    expect(r.requests.flatMap((q) => [...q.body.matchAll(/"id":"(0193a4f0-0011-[^"]+)"/g)].map((m) => m[1])).sort()).toEqual(eventIds);
+    const deliveries = await stack.deliveries(hook.id, (items) => items.length === 3);
+    expect(deliveries.map((d) => d.event_count).sort((a, b) => a - b)).toEqual([3, 10, 10]);
+  });
+
+  const stored = (id: string, orgId: string, at: Date): OutboxEvent => ({
+    receivedAt: at,
+    data: {
+      id, org_id: orgId, action: 'gateway.tool.error', actor_type: 'agent', actor_id: 'a', actor_display_name: 'A', resource_type: 'tool',
+      resource_id: 't', resource_display_name: 'T', resources: {}, context: {}, changes: [], payload: {}, created_at: at.toISOString(),
+    },
+  });
+
+  it('puts the events it claimed of a batch whose other events a racing fan-out claimed into the buffer, losing none', async () => {
+    const r = await stack.receiver();
+    const hook = await stack.webhook(r, { format: 'array', max_events: 4, events: ['gateway.tool.error'] });
+    const pool = sqlPool(stack.api.db);
+    const orgId = stack.org.orgId;
+    const [a, b, c, d] = ids(4, '0012') as [string, string, string, string];
+    const now = new Date();
+    // Four events committed (pending fan-out), without a fan-out job: this test plays two racing fan-outs itself.
+    await insertAuditEvents(pool, [a, b, c, d].map((id) => stored(id, orgId, now)));
+    // A racing call claims a and b (creating nothing); then a call that prepared one batch of all four commits.
+    expect((await commitFanout(pool, { orgId, eventIds: [a, b], now, deliveries: [], batchItems: [] })).claimed.sort()).toEqual([a, b]);
+    const batch = { id: randomUUID(), webhookId: hook.id, eventIds: [a, b, c, d], status: 'pending' as const, bodyEncrypted: 'x', contentType: 'application/json', error: null, nextRetryAt: now };
+    const committed = await commitFanout(pool, { orgId, eventIds: [a, b, c, d], now, deliveries: [batch], batchItems: [] });
+    expect(committed.claimed.sort()).toEqual([c, d]);
+    expect(committed.deliveries).toEqual([]);
+    expect(committed.buffered).toEqual([hook.id]);
+    const buffered = await stack.api.db.batchItem.findMany({ where: { webhookId: hook.id }, orderBy: { eventId: 'asc' } });
+    expect(buffered.map((i) => i.eventId)).toEqual([c, d]);
+    // Whole, the same batch is created as one delivery of four events.
+    const [e, f, g, h] = ids(4, '0013') as [string, string, string, string];
+    await insertAuditEvents(pool, [e, f, g, h].map((id) => stored(id, orgId, now)));
+    const whole = await commitFanout(pool, { orgId, eventIds: [e, f, g, h], now, deliveries: [{ ...batch, id: randomUUID(), eventIds: [e, f, g, h] }], batchItems: [] });
+    expect(whole.deliveries).toHaveLength(1);
+    expect(whole.buffered).toEqual([]);
+    const row = await stack.api.db.delivery.findUniqueOrThrow({ where: { id: whole.deliveries[0]! } });
+    expect([row.eventCount, [...row.eventIds].sort()]).toEqual([4, [e, f, g, h]]);
+    await stack.api.db.delivery.delete({ where: { id: row.id } });
+    await stack.api.db.batchItem.deleteMany({ where: { webhookId: hook.id } });
   });
 });

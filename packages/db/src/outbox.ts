@@ -103,10 +103,16 @@ export async function readEvents(pool: Pool, orgId: string, ids: readonly string
   return rows.map(toPending);
 }
 
+/** A Postgres array literal of uuids (they need no quoting), for a delivery's event ids in one text parameter. */
+const uuidArray = (ids: readonly string[]) => `{${ids.join(',')}}`;
+
 /**
  * Commits a fan-out in one statement: claims the events still not fanned out (deleting their pending rows), and creates the
- * single-event deliveries and batch entries prepared for them — only for the events this call claimed, so a duplicated job or
- * a reconciler pass that raced this one creates nothing twice. Returns the claimed event ids and created deliveries.
+ * deliveries and batch entries prepared for them, only for the events this call claimed, so a duplicated job or a
+ * reconciler pass that raced this one creates nothing twice. A delivery of several events (a full batch formed by
+ * fan-out itself) is created only when this call claimed all of its events; its events that this call did claim go to
+ * the webhook's batch buffer instead (a racing call claimed the others), so none is lost. Returns the claimed event ids
+ * and the created deliveries, and the webhooks whose batch buffer got entries.
  */
 export async function commitFanout(
   pool: Pool,
@@ -119,36 +125,44 @@ export async function commitFanout(
     /** Creates the pending deliveries already leased until then, for a run in the calling process. */
     leasedUntil?: Date | null;
   },
-): Promise<{ claimed: string[]; deliveries: string[] }> {
+): Promise<{ claimed: string[]; deliveries: string[]; buffered: string[] }> {
   const d = input.deliveries;
-  const { rows } = await pool.query<{ claimed: string[] | null; deliveries: string[] | null }>({
+  const { rows } = await pool.query<{ claimed: string[] | null; deliveries: string[] | null; buffered: string[] | null }>({
     name: 'commit_fanout',
     text: `WITH claimed AS (
              DELETE FROM pending_fanout WHERE org_id = $1 AND event_id = ANY($2::uuid[])
              RETURNING event_id AS id
+           ), claimed_all AS (
+             SELECT coalesce(array_agg(id), '{}') AS ids FROM claimed
+           ), x AS (
+             SELECT x.*, x.event_ids_text::uuid[] <@ (SELECT ids FROM claimed_all) AS whole
+             FROM unnest($4::uuid[], $5::uuid[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[])
+               AS x(id, webhook_id, event_ids_text, status, body, content_type, error, next_retry_at)
            ), d AS (
              INSERT INTO deliveries (id, org_id, webhook_id, status, event_ids, event_count, body_encrypted, content_type, error,
                next_retry_at, created_at, updated_at, leased_until)
-             SELECT x.id, $1, x.webhook_id, x.status::"DeliveryStatus", ARRAY[x.event_id], 1, x.body, x.content_type, x.error,
-               x.next_retry_at, $3, $3, CASE WHEN x.status = 'pending' THEN $14::timestamptz END
-             FROM unnest($4::uuid[], $5::uuid[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[])
-               AS x(id, webhook_id, event_id, status, body, content_type, error, next_retry_at)
-             WHERE x.event_id IN (SELECT id FROM claimed)
+             SELECT x.id, $1, x.webhook_id, x.status::"DeliveryStatus", x.event_ids_text::uuid[], cardinality(x.event_ids_text::uuid[]),
+               x.body, x.content_type, x.error, x.next_retry_at, $3, $3, CASE WHEN x.status = 'pending' THEN $14::timestamptz END
+             FROM x WHERE x.whole
              RETURNING id
            ), b AS (
              INSERT INTO batch_items (webhook_id, event_id, org_id, created_at)
              SELECT y.webhook_id, y.event_id, $1, $3 FROM unnest($12::uuid[], $13::uuid[]) AS y(webhook_id, event_id)
              WHERE y.event_id IN (SELECT id FROM claimed)
+             UNION ALL
+             SELECT x.webhook_id, e.id, $1, $3 FROM x CROSS JOIN LATERAL unnest(x.event_ids_text::uuid[]) AS e(id)
+             WHERE NOT x.whole AND e.id IN (SELECT id FROM claimed)
              ON CONFLICT DO NOTHING
-             RETURNING 1
+             RETURNING webhook_id
            )
-           SELECT (SELECT array_agg(id) FROM claimed) AS claimed, (SELECT array_agg(id) FROM d) AS deliveries, (SELECT count(*) FROM b) AS items`,
+           SELECT (SELECT array_agg(id) FROM claimed) AS claimed, (SELECT array_agg(id) FROM d) AS deliveries,
+             (SELECT array_agg(DISTINCT webhook_id) FROM b) AS buffered`,
     values: [
       input.orgId, input.eventIds, input.now.toISOString(),
-      d.map((x) => x.id), d.map((x) => x.webhookId), d.map((x) => x.eventIds[0]), d.map((x) => x.status), d.map((x) => x.bodyEncrypted),
+      d.map((x) => x.id), d.map((x) => x.webhookId), d.map((x) => uuidArray(x.eventIds)), d.map((x) => x.status), d.map((x) => x.bodyEncrypted),
       d.map((x) => x.contentType), d.map((x) => x.error), d.map((x) => iso(x.nextRetryAt)),
       input.batchItems.map((b) => b.webhookId), input.batchItems.map((b) => b.eventId), iso(input.leasedUntil ?? null),
     ],
   });
-  return { claimed: rows[0]?.claimed ?? [], deliveries: rows[0]?.deliveries ?? [] };
+  return { claimed: rows[0]?.claimed ?? [], deliveries: rows[0]?.deliveries ?? [], buffered: rows[0]?.buffered ?? [] };
 }

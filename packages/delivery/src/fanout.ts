@@ -3,6 +3,7 @@ import type { Logger } from '@gatehook/core/logger';
 import { batches, subscribes } from '@gatehook/core/webhook-config';
 import type { Db, Pool } from '@gatehook/db/client';
 import type { NewDelivery } from '@gatehook/db/deliveries';
+import type { AuditEventData } from './envelope';
 import { commitFanout, readPendingEvents } from '@gatehook/db/outbox';
 import { scheduleBatchFlushes } from './batching';
 import { prepareDeliveries } from './deliveries';
@@ -28,7 +29,8 @@ export interface EngineContext {
 
 /**
  * Fans committed audit events out to the active webhooks of their organisation that subscribe to them and whose
- * condition matches: one delivery per event for unbatched webhooks, a batch-buffer entry otherwise. Conditions,
+ * condition matches: one delivery per event for unbatched webhooks; for batching ones, full batches as deliveries at once
+ * and the rest (fewer than max_events) as batch-buffer entries. Conditions,
  * rendering and encryption run before any statement, against the cached configuration; then one statement
  * claims the events and stores what was prepared for exactly the events it claimed, so a duplicated job or a
  * reconciler pass never creates a delivery twice. Webhooks only receive events received after the instant they became active (so not the event of that change).
@@ -50,16 +52,18 @@ export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readon
   const broken: string[] = [];
 
   for (const webhook of webhooks) {
-    const direct = [];
+    let direct: AuditEventData[] = [];
     for (const { data, receivedAt } of events) {
       if (!subscribes(webhook, data.action) || receivedAt <= webhook.activeSince) continue;
-      if (!webhook.matches(data)) continue;
-      if (batches(webhook)) {
-        batchItems.push({ webhookId: webhook.id, eventId: data.id });
-        const entry = batched.get(webhook.id) ?? { count: 0, maxEvents: webhook.maxEvents };
-        entry.count += 1;
-        batched.set(webhook.id, entry);
-      } else direct.push(data);
+      if (webhook.matches(data)) direct.push(data);
+    }
+    if (batches(webhook)) {
+      // Full batches go out from here; only the rest waits in the buffer for more events or the linger.
+      const whole = direct.length - (direct.length % webhook.maxEvents);
+      const rest = direct.slice(whole);
+      direct = direct.slice(0, whole);
+      for (const data of rest) batchItems.push({ webhookId: webhook.id, eventId: data.id });
+      batched.set(webhook.id, { count: rest.length, maxEvents: webhook.maxEvents });
     }
     if (direct.length === 0) continue;
     const prepared = prepareDeliveries(webhook, direct, ctx.box, now, envelopes);
@@ -85,7 +89,9 @@ export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readon
   } else await ctx.queues.deliverNow(due.map((d) => d.id));
   if (committed.claimed.length > 0) {
     for (const webhookId of broken) await disableWebhook(ctx, orgId, webhookId, 'template_error');
-    await scheduleBatchFlushes(ctx, orgId, batched, now);
+    // The buffers this call added to: its own rest, or a full batch whose events a racing call partly claimed.
+    const buffered = new Map([...batched].filter(([webhookId]) => committed.buffered.includes(webhookId)));
+    await scheduleBatchFlushes(ctx, orgId, buffered, now);
   }
   return { events: committed.claimed.length, deliveries: created.size };
 }
