@@ -1,5 +1,5 @@
 import { closeRedis } from '@gatehook/core/service';
-import { Worker, type Job } from 'bullmq';
+import { DelayedError, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Config } from '@gatehook/core/config';
 import type { SecretBox } from '@gatehook/core/encryption';
@@ -10,8 +10,9 @@ import { sqlPool } from '@gatehook/db/client';
 import { AttemptRunner, OriginLimiter, type AttemptDeps } from '@gatehook/delivery/attempt';
 import { flushBatch } from '@gatehook/delivery/batching';
 import { LocalDispatcher } from '@gatehook/delivery/dispatch';
-import { fanOut, type EngineContext } from '@gatehook/delivery/fanout';
-import { DeliveryQueues, JOBS } from '@gatehook/delivery/jobs';
+import type { EngineContext } from '@gatehook/delivery/fanout';
+import { countsItsStart, fanOutGuarded } from '@gatehook/delivery/fanout-parking';
+import { DeliveryQueues, JOBS, waitingJobId } from '@gatehook/delivery/jobs';
 import { WEBHOOKS_TOPIC, WebhookConfigs } from '@gatehook/delivery/webhook-configs';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics';
@@ -55,7 +56,8 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     connection.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
   }
   const queues = new DeliveryQueues(producer, prefix);
-  const metrics = createWorkerMetrics(queues);
+  const pool = sqlPool(db);
+  const metrics = createWorkerMetrics(queues, pool);
   const egress = egressClientFromConfig(config);
 
   const bus = new InvalidationBus(subscriber, prefix);
@@ -63,7 +65,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
   await configs.follow(bus);
   const context: EngineContext = {
     db,
-    pool: sqlPool(db),
+    pool,
     box,
     queues,
     configs,
@@ -92,8 +94,10 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     new Worker(
       'fanout',
       async (job: Job) => {
-        const { orgId, eventIds } = JOBS.fanout.parse(job.data);
-        return fanOut(context, orgId, eventIds);
+        const { orgId, eventIds, recovered } = JOBS.fanout.parse(job.data);
+        const result = await fanOutGuarded(context, orgId, eventIds, { counted: countsItsStart(job, recovered === true) });
+        for (const f of result.failed) metrics.fanoutFailures.inc({ outcome: f.parked ? 'parked' : 'failed' });
+        return { events: result.events, deliveries: result.deliveries, failed: result.failed.length };
       },
       { ...common, concurrency: 4 },
     ),
@@ -107,11 +111,17 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     ),
     new Worker(
       'deliver',
-      async (job: Job) => {
+      async (job: Job, token?: string) => {
         const { deliveryIds } = JOBS.deliver.parse(job.data);
         const outcome = await runner.run(deliveryIds);
-        // Deliveries turned away by a saturated origin come back shortly as jobs of their own, holding no slot.
-        await queues.deliverMany(outcome.busy.map((b) => ({ id: b.id, dueAt: b.retryAt })));
+        // Deliveries turned away by a saturated origin come back shortly, holding no slot, each under its one
+        // waiting job: this job, when it is that job (it moves back to the delayed set), else a job of its own.
+        const own = outcome.busy.find((b) => job.id === waitingJobId(b.id));
+        await queues.deliverLater(outcome.busy.filter((b) => b !== own).map((b) => ({ id: b.id, dueAt: b.retryAt })));
+        if (own) {
+          await job.moveToDelayed(own.retryAt.getTime(), token);
+          throw new DelayedError();
+        }
         return { sent: outcome.sent, skipped: outcome.skipped, cancelled: outcome.cancelled, busy: outcome.busy.length };
       },
       // The lock outlasts the request timeout, so a job is never considered stalled while its request runs.
@@ -122,6 +132,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
         ...context,
         pageSize: config.TASK_PAGE_SIZE,
         maxBacklog: config.TASK_MAX_BACKLOG,
+        sendRate: config.TASK_SEND_RATE,
         leaseMs: config.TASK_LEASE_MS,
         onUnexpectedError: (taskId, error) => logger.error({ taskId, err: (error as Error).message }, 'task step failed'),
       },

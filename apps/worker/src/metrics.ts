@@ -1,4 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Pool } from '@gatehook/db/client';
+import { countParkedEvents } from '@gatehook/db/fanout-parking';
 import { registerStatementMetric } from '@gatehook/db/metrics';
 import type { DeliveryQueues, JobName } from '@gatehook/delivery/jobs';
 
@@ -7,10 +9,14 @@ export interface WorkerMetrics {
   deliveries: Counter<'outcome'>;
   attempts: Histogram<'result'>;
   reenqueued: Counter<'kind'>;
+  fanoutFailures: Counter<'outcome'>;
 }
 
-/** Prometheus metrics of one worker process: outcomes, attempt latency, queue depth, reconciler re-enqueues. */
-export function createWorkerMetrics(queues: DeliveryQueues): WorkerMetrics {
+/**
+ * Prometheus metrics of one worker process: outcomes, attempt latency, queue depth, reconciler re-enqueues,
+ * fan-out failures and the events parked for an operator.
+ */
+export function createWorkerMetrics(queues: DeliveryQueues, pool: Pool): WorkerMetrics {
   const registry = new Registry();
   const deliveries = new Counter({
     name: 'gatehook_deliveries_total',
@@ -44,6 +50,21 @@ export function createWorkerMetrics(queues: DeliveryQueues): WorkerMetrics {
       }
     },
   });
+  const fanoutFailures = new Counter({
+    name: 'gatehook_fanout_failures_total',
+    help: 'Fan-out runs that failed on one event, by outcome: failed (run again by the reconciler) or parked',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'gatehook_fanout_parked_events',
+    help: 'Events whose fan-out kept failing, parked until an operator releases them (docs/operations.md)',
+    registers: [registry],
+    async collect() {
+      const parked = await countParkedEvents(pool).catch(() => null);
+      if (parked !== null) this.set(parked);
+    },
+  });
   registerStatementMetric(registry);
-  return { registry, deliveries, attempts, reenqueued };
+  return { registry, deliveries, attempts, reenqueued, fanoutFailures };
 }

@@ -23,9 +23,9 @@ const LIMIT = 5000;
 /**
  * One reconciler pass: puts back on the queues whatever Postgres says is due but Redis may have lost (a Redis
  * restarted empty, a worker killed mid-job, an API that died between commit and enqueue). Events committed more
- * than 10 s ago and not fanned out; deliveries pending or retrying whose next attempt is more than 30 s overdue
- * and not leased; batch items older than the linger plus 10 s. Everything downstream is idempotent, so a
- * re-enqueue of work that was not lost costs a query and nothing else.
+ * than 10 s ago and not fanned out (parked ones excepted); deliveries pending or retrying whose next attempt is
+ * more than 30 s overdue and not leased; batch items older than the linger plus 10 s. Everything downstream is
+ * idempotent, so a re-enqueue of work that was not lost costs a query and nothing else.
  */
 export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: number; deliveries: number; batches: number }> {
   const now = Date.now();
@@ -34,18 +34,23 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: num
   const round = `r${Math.floor(now / deps.intervalMs)}`;
 
   const events = await deps.db.pendingFanout.findMany({
-    where: { receivedAt: { lt: new Date(now - grace.eventsMs) } },
-    select: { orgId: true, eventId: true },
+    where: { receivedAt: { lt: new Date(now - grace.eventsMs) }, parkedAt: null },
+    select: { orgId: true, eventId: true, attempts: true },
     orderBy: { receivedAt: 'asc' },
     take: LIMIT,
   });
-  const byOrg = new Map<string, string[]>();
+  // Events whose earlier runs did not complete go one per job: one that kills the worker running it takes no other
+  // event with it, and its count reaches the parking limit alone (packages/delivery/src/fanout-parking.ts).
+  const byOrg = new Map<string, { fresh: string[]; alone: string[] }>();
   for (const e of events) {
-    const ids = byOrg.get(e.orgId);
-    if (ids) ids.push(e.eventId);
-    else byOrg.set(e.orgId, [e.eventId]);
+    let ids = byOrg.get(e.orgId);
+    if (!ids) byOrg.set(e.orgId, (ids = { fresh: [], alone: [] }));
+    (e.attempts > 0 ? ids.alone : ids.fresh).push(e.eventId);
   }
-  for (const [orgId, ids] of byOrg) await deps.queues.fanout(orgId, ids, { dedupe: true });
+  for (const [orgId, { fresh, alone }] of byOrg) {
+    await deps.queues.fanout(orgId, fresh, { recovered: true });
+    await deps.queues.fanout(orgId, alone, { recovered: true, chunk: 1 });
+  }
 
   const deliveries = await deps.db.delivery.findMany({
     where: {
@@ -57,7 +62,9 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: num
     orderBy: { nextRetryAt: 'asc' },
     take: LIMIT,
   });
-  await deps.queues.deliverMany(deliveries.map((d) => ({ id: d.id, dueAt: new Date(now), key: round })));
+  // Under each delivery's one waiting job: a delivery still waiting on a busy origin (its job alive, its
+  // next_retry_at old) gets no second job, however many rounds see it overdue.
+  await deps.queues.deliverLater(deliveries.map((d) => ({ id: d.id, dueAt: new Date(now) })));
 
   const batches = await deps.db.batchItem.findMany({
     where: { createdAt: { lt: new Date(now - deps.batchLingerMs - grace.eventsMs) } },

@@ -1,4 +1,5 @@
 import { compileEventCondition } from '@gatehook/conditions/event-condition';
+import { MAX_STORED_TEXT_LENGTH } from '@gatehook/core/sanitise';
 import { createTestOrg, type TestOrg } from '@gatehook/testkit/api';
 import type { TestReceiver } from '@gatehook/testkit/receiver';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
@@ -91,6 +92,37 @@ it('a receiver answering with an endless body is cut off: the attempt is bounded
   const first = attempts.body.items[0];
   expect(first.status_code).toBe(500);
   expect(first.response_snippet.length).toBeLessThanOrEqual(1024);
+});
+
+it('a receiver answering 200 with a binary body (NUL bytes) has its attempt recorded once, with a storable snippet', async () => {
+  const gif = `GIF89a\u0001\u0000\u0001\u0000\u0080\u0000\u0000${'\u0000'.repeat(64)}\uD800;`;
+  const receiver = await stack.receiver(() => ({ status: 200, headers: { 'content-type': 'image/gif' }, body: gif }));
+  const hook = await stack.webhook(receiver, { events: ['policy.created'] });
+  const [id] = await stack.ingest([auditEvent()]);
+  const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
+  await stack.settle([id!]);
+  expect(receiver.requests).toHaveLength(1);
+  expect(delivery!.attempt_count).toBe(1);
+  const snippet = delivery!.attempts[0]!.response_snippet;
+  expect(snippet.startsWith('GIF89a')).toBe(true);
+  expect(snippet).not.toContain('\u0000');
+});
+
+it('a template error quoting a long part of the template is stored bounded, through the one sanitiser', async () => {
+  const receiver = await stack.receiver();
+  // Renders for the sample event at save (policy.created); fails on a policy.updated event at delivery, and
+  // Go's error quotes the failing action with its 5,000-character argument.
+  const long = 'k'.repeat(5_000);
+  const hook = await stack.webhook(receiver, {
+    events: ['policy.created', 'policy.updated'],
+    template: `{{if eq .Action "policy.updated"}}{{index .Payload "${long}" 3}}{{end}}{"a": 1}`,
+  });
+  const [id] = await stack.ingest([auditEvent({ action: 'policy.updated' })]);
+  const [failed] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed');
+  const detail = await stack.api.call('GET', `/webhooks/${hook.id}/deliveries/${failed!.id}`, { key: stack.org.admin });
+  expect(detail.body.event_ids).toEqual([id]);
+  expect(detail.body.error).toMatch(/^template_error: template: template:1:\d+: executing "template" at <index \.Payload "kkk/);
+  expect(detail.body.error).toHaveLength(MAX_STORED_TEXT_LENGTH);
 });
 
 it('a receiver answering 429 forever gets a bounded number of requests, then the delivery fails', async () => {

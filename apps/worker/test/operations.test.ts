@@ -31,8 +31,8 @@ describe('retention sweep', () => {
     const pendingOldEvent = randomUUID();
     await db.auditEvent.createMany({
       data: [
-        { orgId: stack.org.orgId, id: oldEvent, action: 'tag.created', actorType: 'user', createdAt: old },
-        { orgId: stack.org.orgId, id: pendingOldEvent, action: 'tag.created', actorType: 'user', createdAt: old },
+        { orgId: stack.org.orgId, id: oldEvent, action: 'tag.created', actorType: 'user', createdAt: old, receivedAt: old },
+        { orgId: stack.org.orgId, id: pendingOldEvent, action: 'tag.created', actorType: 'user', createdAt: old, receivedAt: old },
       ],
     });
     await db.pendingFanout.create({ data: { orgId: stack.org.orgId, eventId: pendingOldEvent, receivedAt: old } });
@@ -45,6 +45,27 @@ describe('retention sweep', () => {
     expect(await db.auditEvent.count({ where: { orgId: stack.org.orgId, id: oldEvent } })).toBe(0);
     // An event not fanned out yet is never swept: it is still owed to its webhooks.
     expect(await db.auditEvent.count({ where: { orgId: stack.org.orgId, id: pendingOldEvent } })).toBe(1);
+  });
+
+  it("keeps events by when they were received, not by the client's created_at, and those waiting in a batch buffer", async () => {
+    const hook = await stack.webhook(receiver, { events: ['tag.created'], format: 'array', max_events: 10 });
+    const db = stack.api.db;
+    const old = new Date(Date.now() - 31 * 86_400_000);
+    const [backdated, buffered] = [randomUUID(), randomUUID()];
+    await db.auditEvent.createMany({
+      data: [
+        // A client may write any created_at: an event received just now is kept for the whole retention.
+        { orgId: stack.org.orgId, id: backdated, action: 'tag.created', actorType: 'user', createdAt: old },
+        // Received long ago and still waiting for its batch (no delivery holds it yet): owed, so kept.
+        { orgId: stack.org.orgId, id: buffered, action: 'tag.created', actorType: 'user', createdAt: old, receivedAt: old },
+      ],
+    });
+    // Put in the buffer just now, so the reconciler does not flush it during the test (it waits linger + 10 s).
+    await db.batchItem.create({ data: { webhookId: hook.id, eventId: buffered, orgId: stack.org.orgId } });
+
+    await sweepRetention(db, 30);
+    expect(await db.auditEvent.count({ where: { orgId: stack.org.orgId, id: { in: [backdated, buffered] } } })).toBe(2);
+    await db.batchItem.deleteMany({ where: { webhookId: hook.id } });
   });
 
   it('has an index that serves the delivery list of a webhook without sorting', async () => {

@@ -46,9 +46,13 @@ const envSchema = z.object({
   RETRY_AFTER_CAP_SECONDS: integer(0).default(3600),
   EGRESS_ALLOW_CIDRS: z.string().default(''),
   EGRESS_EXTRA_CA_FILE: z.string().default(''),
-  /** Recover/replay (CONTRACT 11): items per step, the webhook's due backlog a step waits under, a step's lease. */
+  /**
+   * Recover/replay (CONTRACT 11): items per step, the webhook's due backlog a step waits under, the deliveries a
+   * second a task sends at most (0: no cap), a step's lease.
+   */
   TASK_PAGE_SIZE: integer(1, 1000).default(100),
   TASK_MAX_BACKLOG: integer(1, 100_000).default(20),
+  TASK_SEND_RATE: integer(0, 10_000).default(100),
   TASK_LEASE_MS: integer(1000, 600_000).default(30_000),
   RATE_LIMIT_STORE: z.enum(['memory', 'redis']).default('memory'),
   RATE_LIMIT_FAIL_MODE: z.enum(['open', 'closed']).default('open'),

@@ -25,6 +25,8 @@ export interface WebhookTask {
   error: string | null;
   nextRunAt: Date;
   leasedUntil: Date | null;
+  /** The send clock of a paced task (TASK_SEND_RATE): when the slot after the last delivery it scheduled comes. */
+  pacedUntil: Date | null;
   createdAt: Date;
   finishedAt: Date | null;
 }
@@ -47,6 +49,7 @@ export function toWebhookTask(row: WebhookTaskRow): WebhookTask {
     error: row.error,
     nextRunAt: row.nextRunAt,
     leasedUntil: row.leasedUntil,
+    pacedUntil: row.pacedUntil,
     createdAt: row.createdAt,
     finishedAt: row.finishedAt,
   };
@@ -108,15 +111,16 @@ export async function lockLeasedTask(tx: Prisma.TransactionClient, taskId: strin
 }
 
 /**
- * Records one step's progress and hands the lease back, in one statement: `handled` more items, the new cursor,
- * and either the next step's due time or the end (succeeded; `total` becomes what was processed, so the figures
- * agree even when the window changed while the task ran). Returns false when the lease was no longer ours.
+ * Records one step's progress and hands the lease back, in one statement: `handled` more items, the new cursor
+ * and send clock, and either the next step's due time or the end (succeeded; `total` becomes what was processed,
+ * so the figures agree even when the window changed while the task ran). Returns false when the lease was no
+ * longer ours.
  */
 export async function advanceTask(
   tx: Client,
   taskId: string,
   leaseUntil: Date,
-  step: { handled: number; cursor: TaskCursor | null; done: boolean; nextRunAt: Date; total?: number | null },
+  step: { handled: number; cursor: TaskCursor | null; done: boolean; nextRunAt: Date; total?: number | null; pacedUntil?: Date | null },
 ): Promise<boolean> {
   const total = step.total === undefined ? null : step.total;
   const count = await tx.$executeRaw`
@@ -124,6 +128,7 @@ export async function advanceTask(
       processed = processed + ${step.handled}::int,
       cursor_at = COALESCE(${step.cursor?.at ?? null}::timestamptz, cursor_at),
       cursor_id = COALESCE(${step.cursor?.id ?? null}::uuid, cursor_id),
+      paced_until = COALESCE(${step.pacedUntil ?? null}::timestamptz, paced_until),
       total = CASE WHEN ${step.done} THEN processed + ${step.handled}::int ELSE COALESCE(${total}::int, total) END,
       status = CASE WHEN ${step.done} THEN 'succeeded'::"WebhookTaskStatus" ELSE status END,
       finished_at = CASE WHEN ${step.done} THEN ${step.nextRunAt}::timestamptz ELSE NULL END,
@@ -182,6 +187,23 @@ export async function dueBacklog(
          LIMIT ${caps.due}) d) AS due,
       (SELECT count(*)::int FROM (SELECT 1 FROM batch_items WHERE webhook_id = ${webhookId}::uuid LIMIT ${caps.buffered}) b) AS buffered`;
   return rows[0] ?? { due: 0, buffered: 0 };
+}
+
+/**
+ * Recover under a send rate: gives failed deliveries that have a stored body a fresh cycle of 8 attempts, as
+ * `restartDeliveries` (packages/delivery/src/manual.ts) does for a manual retry, but each due at its own slot of
+ * the task's schedule rather than now. One statement; a delivery that is no longer failed, or never rendered a
+ * body, is left alone and not returned.
+ */
+export async function restartDeliveriesAt(tx: Client, slots: readonly { id: string; dueAt: Date }[]): Promise<{ id: string; dueAt: Date }[]> {
+  if (slots.length === 0) return [];
+  const rows = await tx.$queryRaw<{ id: string; next_retry_at: Date }[]>`
+    UPDATE deliveries d SET status = 'pending', cycle_attempts = 0, throttled_streak = 0, next_retry_at = s.due_at,
+      error = NULL, updated_at = now()
+    FROM unnest(${slots.map((s) => s.id)}::uuid[], ${slots.map((s) => s.dueAt.toISOString())}::timestamptz[]) AS s(id, due_at)
+    WHERE d.id = s.id AND d.status = 'failed' AND d.body_encrypted IS NOT NULL
+    RETURNING d.id, d.next_retry_at`;
+  return rows.map((r) => ({ id: r.id, dueAt: r.next_retry_at }));
 }
 
 /** Where a recover task looks: this webhook's failed deliveries with a stored body, created in [since, until). */

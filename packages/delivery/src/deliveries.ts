@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { SecretBox } from '@gatehook/core/encryption';
+import { sanitiseText } from '@gatehook/core/sanitise';
 import type { NewDelivery } from '@gatehook/db/deliveries';
 import { packBodies, type RenderedEvent } from './bodies';
 import type { AuditEventData } from './envelope';
@@ -33,7 +34,8 @@ export function prepareDeliveries(
     status: 'failed',
     bodyEncrypted: null,
     contentType: null,
-    error,
+    // A render error quotes template text of any length: stored, it goes through the one sanitiser.
+    error: sanitiseText(error),
     nextRetryAt: null,
   });
 

@@ -20,8 +20,8 @@ describe('DeliveryQueues', () => {
     const orgId = randomUUID();
     const ids = [randomUUID(), randomUUID()];
     const fanout = queues.queue('fanout');
-    await queues.fanout(orgId, ids, { dedupe: true });
-    await queues.fanout(orgId, ids, { dedupe: true });
+    await queues.fanout(orgId, ids, { recovered: true });
+    await queues.fanout(orgId, ids, { recovered: true });
     expect(await fanout.getWaitingCount()).toBe(1);
 
     // The job fails for good (as after its last attempt while Postgres is down) and stays in Redis as failed.
@@ -35,7 +35,7 @@ describe('DeliveryQueues', () => {
     expect(await fanout.getFailedCount()).toBe(1);
 
     // The reconciler's next pass finds the same events not fanned out: its copy must be queued.
-    await queues.fanout(orgId, ids, { dedupe: true });
+    await queues.fanout(orgId, ids, { recovered: true });
     expect(await fanout.getWaitingCount()).toBe(1);
   });
 });

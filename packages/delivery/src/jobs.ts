@@ -7,13 +7,24 @@ import { z } from 'zod';
 export const DELIVER_CHUNK = 200;
 
 /**
+ * BullMQ priority of the deliver jobs of recover and replay tasks. Jobs without a priority (live fan-out's,
+ * retries, deliveries waiting for their origin) are taken first, so a task's sends wait while live work waits.
+ */
+export const TASK_DELIVER_PRIORITY = 100;
+
+/**
  * The job catalogue: every queue with the schema of its job data. Producers (API, worker, reconciler) and
  * processors (worker) both go through it. Postgres is the source of truth: a job only says "look at this",
  * so a lost or duplicated job never loses or duplicates a delivery.
  */
 export const JOBS = {
   /** Fan out committed audit events to the matching webhooks of their organisation. */
-  fanout: z.object({ orgId: z.uuid(), eventIds: z.array(z.uuid()).min(1).max(1000) }),
+  fanout: z.object({
+    orgId: z.uuid(),
+    eventIds: z.array(z.uuid()).min(1).max(1000),
+    /** A reconciler copy: its run counts its start on each event (packages/delivery/src/fanout-parking.ts). */
+    recovered: z.literal(true).optional(),
+  }),
   /** Turn a webhook's buffered batch items into deliveries (full batches, or those older than the linger). */
   batch: z.object({ webhookId: z.uuid(), orgId: z.uuid().optional() }),
   /**
@@ -45,9 +56,17 @@ function listId(prefix: string, ids: readonly string[]): string {
   return `${prefix}.${createHash('sha256').update(ids.join(',')).digest('hex').slice(0, 24)}`;
 }
 
-// The delivery and its due time (plus a reconciler round, when re-enqueued): one job per attempt.
-function deliverJobId(deliveryId: string, dueAt: Date, key?: string): string {
-  return `d.${deliveryId}.${dueAt.getTime()}${key ? `.${key}` : ''}`;
+// The delivery and its due time: one job per attempt.
+function deliverJobId(deliveryId: string, dueAt: Date): string {
+  return `d.${deliveryId}.${dueAt.getTime()}`;
+}
+
+/**
+ * The one job id of a delivery waiting for its turn (turned away by a full origin, or put back by the reconciler):
+ * a delivery never has two such jobs, however many times it is turned away or reconciled.
+ */
+export function waitingJobId(deliveryId: string): string {
+  return `d.${deliveryId}.wait`;
 }
 
 /** Producer side of the catalogue. One instance per process; `close()` is safe to call twice. */
@@ -65,13 +84,17 @@ export class DeliveryQueues {
     return this.queues[name];
   }
 
-  /** Enqueues fan-out of committed events, in chunks of at most 1000 ids. */
-  async fanout(orgId: string, eventIds: readonly string[], opts: { dedupe?: boolean } = {}): Promise<void> {
+  /**
+   * Enqueues fan-out of committed events, in chunks of at most 1000 ids (or `chunk`). A `recovered` copy (the
+   * reconciler's) is deduplicated against a copy of the same chunk still waiting or running, and counts its start.
+   */
+  async fanout(orgId: string, eventIds: readonly string[], opts: { recovered?: boolean; chunk?: number } = {}): Promise<void> {
+    const size = Math.min(Math.max(1, opts.chunk ?? 1000), 1000);
     const jobs = [];
-    for (let i = 0; i < eventIds.length; i += 1000) {
-      const chunk = eventIds.slice(i, i + 1000);
-      const data: JobData<'fanout'> = { orgId, eventIds: chunk };
-      jobs.push({ name: 'fanout', data, opts: opts.dedupe ? { deduplication: { id: listId('f', chunk) } } : {} });
+    for (let i = 0; i < eventIds.length; i += size) {
+      const chunk = eventIds.slice(i, i + size);
+      const data: JobData<'fanout'> = opts.recovered ? { orgId, eventIds: chunk, recovered: true } : { orgId, eventIds: chunk };
+      jobs.push({ name: 'fanout', data, opts: opts.recovered ? { deduplication: { id: listId('f', chunk) } } : {} });
     }
     if (jobs.length > 0) await this.queues.fanout.addBulk(jobs);
   }
@@ -89,22 +112,27 @@ export class DeliveryQueues {
    * Schedules an attempt of a delivery at `dueAt`. The id names the delivery and its due time, so the same
    * attempt is never queued twice, while a new due time (next retry, manual retry) gets its own job.
    */
-  async deliver(deliveryId: string, dueAt: Date, key?: string): Promise<void> {
+  async deliver(deliveryId: string, dueAt: Date): Promise<void> {
     const data: JobData<'deliver'> = { deliveryIds: [deliveryId] };
     await this.queues.deliver.add('deliver', data, {
-      jobId: deliverJobId(deliveryId, dueAt, key),
+      jobId: deliverJobId(deliveryId, dueAt),
       delay: Math.max(0, dueAt.getTime() - Date.now()),
     });
   }
 
-  /** Schedules many deliveries at once (fan-out of a large batch). */
-  async deliverMany(deliveries: readonly { id: string; dueAt: Date; key?: string }[]): Promise<void> {
+  /**
+   * Schedules deliveries waiting for their turn (turned away by a full origin; reconciled) under each one's
+   * {@link waitingJobId}: while that job waits, is delayed or runs, another is not added, so a delivery waiting on a
+   * busy origin has one job whatever the reconciler does. The waiting job itself, turned away again, moves back to
+   * the delayed set (apps/worker/src/engine.ts). Failed for good, it is removed: it never blocks the next copy.
+   */
+  async deliverLater(deliveries: readonly { id: string; dueAt: Date }[]): Promise<void> {
     if (deliveries.length === 0) return;
     await this.queues.deliver.addBulk(
       deliveries.map((d) => ({
         name: 'deliver',
         data: { deliveryIds: [d.id] } satisfies JobData<'deliver'>,
-        opts: { jobId: deliverJobId(d.id, d.dueAt, d.key), delay: Math.max(0, d.dueAt.getTime() - Date.now()) },
+        opts: { jobId: waitingJobId(d.id), delay: Math.max(0, d.dueAt.getTime() - Date.now()), removeOnFail: true },
       })),
     );
   }
@@ -115,6 +143,23 @@ export class DeliveryQueues {
     for (let i = 0; i < deliveryIds.length; i += DELIVER_CHUNK) {
       const data: JobData<'deliver'> = { deliveryIds: deliveryIds.slice(i, i + DELIVER_CHUNK) };
       jobs.push({ name: 'deliver', data });
+    }
+    if (jobs.length > 0) await this.queues.deliver.addBulk(jobs);
+  }
+
+  /**
+   * Schedules a recover or replay task's deliveries at their send slots: one job (and one lease) per slot, delayed
+   * until it, behind live jobs ({@link TASK_DELIVER_PRIORITY}).
+   */
+  async deliverScheduled(slots: readonly { ids: readonly string[]; dueAt: Date }[]): Promise<void> {
+    const now = Date.now();
+    const jobs = [];
+    for (const slot of slots) {
+      const opts: JobsOptions = { delay: Math.max(0, slot.dueAt.getTime() - now), priority: TASK_DELIVER_PRIORITY };
+      for (let i = 0; i < slot.ids.length; i += DELIVER_CHUNK) {
+        const data: JobData<'deliver'> = { deliveryIds: slot.ids.slice(i, i + DELIVER_CHUNK) };
+        jobs.push({ name: 'deliver', data, opts });
+      }
     }
     if (jobs.length > 0) await this.queues.deliver.addBulk(jobs);
   }

@@ -12,21 +12,29 @@ import {
   postponeTask,
   recoverablePage,
   replayablePage,
+  restartDeliveriesAt,
   type TaskCursor,
   type WebhookTask,
 } from '@gatehook/db/tasks';
 import { isDatabaseUnavailable } from '@gatehook/db/errors';
 import type { Webhook } from '@gatehook/db/generated/client';
 import { batches, subscribes } from '@gatehook/core/webhook-config';
+import type { NewDelivery } from '@gatehook/db/deliveries';
 import { prepareDeliveries } from './deliveries';
 import { toEventData } from './event-data';
 import { toLiveWebhook } from './webhook-configs';
 import { disableWebhookAutomatically, type WebhookAnnouncer } from './webhook-state';
 import type { DeliveryQueues } from './jobs';
-import { restartDeliveries } from './manual';
 
 /** How long a task whose webhook has a full backlog waits before it looks again. */
 export const TASK_WAIT_MS = 100;
+/**
+ * How far ahead a task paced by TASK_SEND_RATE schedules its sends. Its next step comes when less than half of
+ * this is left, so a step schedules about half a horizon of sends: one step a second at most rates.
+ */
+export const TASK_PACING_HORIZON_MS = 1000;
+/** A paced task's sends go in one deliver job (one lease statement) per this much of its schedule. */
+export const TASK_SEND_TICK_MS = 50;
 /** How far in the future `until` may be (clock skew between the caller and us). */
 export const TASK_UNTIL_SLACK_MS = 60_000;
 
@@ -62,6 +70,72 @@ export function pageLimit(backlog: { due: number; buffered: number }, perDeliver
   return room <= 0 ? 0 : Math.min(pageSize, room * perDelivery);
 }
 
+/** Deliveries per deliver job of a task paced at `rate` a second: one tick's worth, at least one. */
+export function sendChunk(rate: number): number {
+  return Math.max(1, Math.round((rate * TASK_SEND_TICK_MS) / 1000));
+}
+
+/**
+ * What the next step of a task may take: `items` to handle now, or a time to look again. Two limits apply:
+ * - the webhook's backlog (`pageLimit`): while TASK_MAX_BACKLOG of its deliveries are due and unsent, the
+ *   receiver is behind and the task adds nothing, so it goes at the receiver's pace whatever the rate;
+ * - the send rate (`rate` deliveries a second, 0 for none): the task schedules its sends at most
+ *   TASK_PACING_HORIZON_MS ahead of now. `pacedUntil` is its clock, the slot after the last delivery it
+ *   scheduled; a clock in the past counts as now, so a task that waited never catches up with a burst.
+ * `perDelivery` is how many items make one delivery (max_events when the webhook batches).
+ */
+export function stepLimit(input: {
+  backlog: { due: number; buffered: number };
+  perDelivery: number;
+  pageSize: number;
+  maxBacklog: number;
+  rate: number;
+  pacedUntil: Date | null;
+  now: Date;
+}): { items: number } | { waitUntil: Date } {
+  const { backlog, perDelivery, pageSize, maxBacklog, rate, pacedUntil, now } = input;
+  const waitBacklog = { waitUntil: new Date(now.getTime() + TASK_WAIT_MS) };
+  if (rate === 0) {
+    const items = pageLimit(backlog, perDelivery, pageSize, maxBacklog);
+    return items === 0 ? waitBacklog : { items };
+  }
+  if (pageLimit(backlog, perDelivery, pageSize, maxBacklog) === 0) return waitBacklog;
+  const ahead = pacedUntil === null ? 0 : pacedUntil.getTime() - now.getTime();
+  if (ahead > TASK_PACING_HORIZON_MS / 2) return { waitUntil: nextStepAt(pacedUntil, now) };
+  const deliveries = Math.ceil(((TASK_PACING_HORIZON_MS - Math.max(0, ahead)) * rate) / 1000);
+  return { items: Math.min(pageSize, deliveries * perDelivery) };
+}
+
+/** When a paced task's next step is due: once less than half of its horizon is scheduled ahead. */
+export function nextStepAt(pacedUntil: Date | null, now: Date): Date {
+  if (pacedUntil === null) return now;
+  return new Date(Math.max(now.getTime(), pacedUntil.getTime() - TASK_PACING_HORIZON_MS / 2));
+}
+
+/**
+ * The send slots of `count` deliveries of a task paced at `rate` a second, from its clock (or from now when the
+ * clock is past): chunks of {@link sendChunk} deliveries due together, consecutive chunks a chunk's worth of the
+ * rate apart. So in any window of W seconds a task's deliveries fall due at most rate × W + sendChunk(rate)
+ * times. Returns each delivery's due time, in order, and the clock after them.
+ */
+export function sendSlots(count: number, pacedUntil: Date | null, now: Date, rate: number): { dueAt: Date[]; pacedUntil: Date } {
+  const start = Math.max(now.getTime(), pacedUntil?.getTime() ?? 0);
+  const chunk = sendChunk(rate);
+  const dueAt = Array.from({ length: count }, (_, i) => new Date(start + Math.floor((Math.floor(i / chunk) * chunk * 1000) / rate)));
+  return { dueAt, pacedUntil: new Date(start + Math.ceil((count * 1000) / rate)) };
+}
+
+/** Deliveries grouped by due time, in order: one deliver job each. */
+export function slotsOf(due: readonly { id: string; dueAt: Date }[]): { ids: string[]; dueAt: Date }[] {
+  const slots: { ids: string[]; dueAt: Date }[] = [];
+  for (const d of due) {
+    const last = slots.at(-1);
+    if (last && last.dueAt.getTime() === d.dueAt.getTime()) last.ids.push(d.id);
+    else slots.push({ ids: [d.id], dueAt: d.dueAt });
+  }
+  return slots;
+}
+
 /** Whether a page was the last one of the window. */
 export function isLastPage(found: number, pageSize: number): boolean {
   return found < pageSize;
@@ -75,6 +149,8 @@ export interface TaskDeps {
   pageSize: number;
   /** The webhook's due backlog under which a step advances (TASK_MAX_BACKLOG). */
   maxBacklog: number;
+  /** Deliveries a second a task sends at most (TASK_SEND_RATE); 0 for no cap. */
+  sendRate: number;
   /** How long a step is held before another worker may take the task over (TASK_LEASE_MS). */
   leaseMs: number;
   batchLingerMs: number;
@@ -93,16 +169,21 @@ interface PageResult {
   handled: number;
   cursor: TaskCursor | null;
   done: boolean;
-  /** Deliveries due now, queued in chunks (one job and one lease per chunk) once the page commits. */
-  due: string[];
+  /** Deliveries with their send slots, queued once the page commits (one job and one lease per slot). */
+  due: { id: string; dueAt: Date }[];
+  /** The task's send clock after this page (paced tasks). */
+  pacedUntil: Date | null;
   disabled: { orgId: string; auditEventId: string } | null;
-  flush: boolean;
 }
+
+/** Assigns send slots to the deliveries of a page: the task's schedule when paced, else now for every one. */
+type Scheduler = (count: number) => Date[];
 
 /**
  * Takes one step of a recover or replay task: claims it with a lease, checks the webhook is still active, waits
- * while the webhook's backlog is full, else handles one page and records the progress with the cursor in one
- * transaction that only the lease holder can commit. Then schedules what it created and the next step.
+ * while the webhook's backlog is full or the task's sends are scheduled far enough ahead, else handles one page
+ * and records the progress with the cursor and the send clock in one transaction that only the lease holder can
+ * commit. Then schedules what it created, at its send slots, and the next step.
  */
 export async function runTaskStep(deps: TaskDeps, taskId: string): Promise<StepOutcome> {
   const now = new Date();
@@ -139,58 +220,72 @@ async function stepClaimed(deps: TaskDeps, task: WebhookTask, now: Date, leaseUn
 
   const perDelivery = task.kind === 'replay' && batches(webhook) ? webhook.maxEvents : 1;
   const backlog = await dueBacklog(deps.db, webhook.id, now, { due: deps.maxBacklog, buffered: deps.maxBacklog * perDelivery });
-  const limit = pageLimit(backlog, perDelivery, deps.pageSize, deps.maxBacklog);
-  if (limit === 0) {
-    const until = new Date(now.getTime() + TASK_WAIT_MS);
-    await postponeTask(deps.db, task.id, leaseUntil, until, total);
-    await deps.queues.taskStep(task.id, until);
-    return { kind: 'waiting', until };
+  const limit = stepLimit({ backlog, perDelivery, pageSize: deps.pageSize, maxBacklog: deps.maxBacklog, rate: deps.sendRate, pacedUntil: task.pacedUntil, now });
+  if ('waitUntil' in limit) {
+    await postponeTask(deps.db, task.id, leaseUntil, limit.waitUntil, total);
+    await deps.queues.taskStep(task.id, limit.waitUntil);
+    return { kind: 'waiting', until: limit.waitUntil };
   }
 
+  let pacedUntil = task.pacedUntil;
+  const schedule: Scheduler = (count) => {
+    if (deps.sendRate === 0) return Array.from({ length: count }, () => now);
+    const slots = sendSlots(count, pacedUntil, now, deps.sendRate);
+    pacedUntil = slots.pacedUntil;
+    return slots.dueAt;
+  };
   const result = await deps.db.$transaction(
     async (tx): Promise<PageResult | null> => {
       if (!(await lockLeasedTask(tx, task.id, leaseUntil))) return null;
       const page = task.kind === 'recover'
-        ? await recoverPage(deps, tx, task, limit, now)
-        : await replayPage(deps, tx, task, webhook, limit, now);
-      await advanceTask(tx, task.id, leaseUntil, { handled: page.handled, cursor: page.cursor, done: page.done, nextRunAt: now, total });
-      return page;
+        ? await recoverPage(tx, task, limit.items, now, schedule)
+        : await replayPage(deps, tx, task, webhook, limit.items, now, schedule);
+      const nextRunAt = deps.sendRate === 0 ? now : nextStepAt(pacedUntil, now);
+      await advanceTask(tx, task.id, leaseUntil, { handled: page.handled, cursor: page.cursor, done: page.done, nextRunAt, total, pacedUntil });
+      return { ...page, pacedUntil };
     },
     { timeout: Math.max(deps.leaseMs - 1000, 5_000), maxWait: 10_000 },
   );
   // Another worker took the task over while this one was slow: it continues from the cursor.
   if (!result) return { kind: 'skipped' };
 
-  await deps.queues.deliverNow(result.due);
+  // Each slot is one job, delayed until its slot and queued behind live traffic. A job lost with Redis (or never
+  // added: this worker died here) leaves its deliveries pending with a passed next_retry_at: the reconciler
+  // re-enqueues them, so they are still sent at least once.
+  await deps.queues.deliverScheduled(slotsOf(result.due));
   if (result.disabled) {
     await deps.announce?.(result.disabled.orgId).catch(() => undefined);
     await deps.queues.fanout(result.disabled.orgId, [result.disabled.auditEventId]);
   }
-  if (result.flush) await deps.queues.flushBatch(webhook.id, 0, `task.${task.id}.${now.getTime()}`);
-  if (!result.done) await deps.queues.taskStep(task.id, now);
+  if (!result.done) await deps.queues.taskStep(task.id, deps.sendRate === 0 ? now : nextStepAt(result.pacedUntil, now));
   return { kind: 'advanced', handled: result.handled, done: result.done };
 }
 
-/** Recover: the next page of failed, retryable deliveries of the window get a fresh cycle, as a manual retry does. */
-async function recoverPage(deps: TaskDeps, tx: Prisma.TransactionClient, task: WebhookTask, limit: number, now: Date): Promise<PageResult> {
+/**
+ * Recover: the next page of failed, retryable deliveries of the window get a fresh cycle, as a manual retry does
+ * (same delivery id), each due at its send slot.
+ */
+async function recoverPage(tx: Prisma.TransactionClient, task: WebhookTask, limit: number, now: Date, schedule: Scheduler): Promise<Omit<PageResult, 'pacedUntil'>> {
   const page = await recoverablePage(tx, task, limit);
-  const restarted = await restartDeliveries(tx, page.map((d) => d.id), now);
+  const slots = schedule(page.length);
+  const restarted = await restartDeliveriesAt(tx, page.map((d, i) => ({ id: d.id, dueAt: slots[i]! })));
   const last = page.at(-1);
   return {
     handled: page.length,
     cursor: last ? { at: last.createdAt, id: last.id } : null,
     done: isLastPage(page.length, limit),
-    due: restarted.map((d) => d.id),
+    due: restarted.sort((a, b) => a.dueAt.getTime() - b.dueAt.getTime()),
     disabled: null,
-    flush: false,
   };
 }
 
 /**
  * Replay: the next page of the organisation's events of the window, matched against the webhook's current
- * subscription and condition (whenever they were received: before the webhook existed too), then sent through
- * the normal pipeline: the batch buffer for a batching webhook, else new deliveries rendered with the current
- * template and format.
+ * subscription and condition (whenever they were received: before the webhook existed too), then made into new
+ * deliveries rendered with the current template and packed by the current format and max_events, as fan-out and
+ * the batch flush pack them, each due at its send slot. A batching webhook's page is packed here rather than
+ * through the batch buffer, so that its deliveries can be paced; replayed events are therefore never in one body
+ * with live ones, and a page's last body may hold fewer than max_events.
  */
 async function replayPage(
   deps: TaskDeps,
@@ -199,7 +294,8 @@ async function replayPage(
   webhook: Webhook,
   limit: number,
   now: Date,
-): Promise<PageResult> {
+  schedule: Scheduler,
+): Promise<Omit<PageResult, 'pacedUntil'>> {
   const rows = await replayablePage(tx, task, webhook.events, limit);
   // Matched and rendered exactly as live traffic: the same compiled condition and template as fan-out.
   const live = toLiveWebhook(webhook, deps.box);
@@ -208,40 +304,35 @@ async function replayPage(
     .map(toEventData)
     .filter((event) => live.matches(event));
   const last = rows.at(-1);
-  const result: PageResult = {
+  const result: Omit<PageResult, 'pacedUntil'> = {
     handled: rows.length,
     cursor: last ? { at: last.receivedAt, id: last.id } : null,
     done: isLastPage(rows.length, limit),
     due: [],
     disabled: null,
-    flush: false,
   };
   if (matched.length === 0) return result;
-  if (batches(webhook)) {
-    await tx.batchItem.createMany({
-      data: matched.map((event) => ({ webhookId: webhook.id, eventId: event.id, orgId: webhook.orgId, createdAt: now })),
-      skipDuplicates: true,
-    });
-    result.flush = true;
-  } else {
-    const prepared = prepareDeliveries(live, matched, deps.box, now);
-    await tx.delivery.createMany({
-      data: prepared.deliveries.map((d) => ({
-        id: d.id,
-        orgId: webhook.orgId,
-        webhookId: webhook.id,
-        status: d.status,
-        eventIds: [...d.eventIds],
-        eventCount: d.eventIds.length,
-        bodyEncrypted: d.bodyEncrypted,
-        contentType: d.contentType,
-        error: d.error,
-        nextRetryAt: d.nextRetryAt,
-        createdAt: now,
-      })),
-    });
-    result.due = prepared.deliveries.filter((d) => d.status === 'pending').map((d) => d.id);
-    result.disabled = prepared.templateBroken ? await disableWebhookAutomatically(tx, webhook.id, 'template_error') : null;
-  }
+  const prepared = prepareDeliveries(live, matched, deps.box, now);
+  const pending = prepared.deliveries.filter((d) => d.status === 'pending');
+  const slots = schedule(pending.length);
+  const dueAt = new Map(pending.map((d, i) => [d.id, slots[i]!]));
+  const nextRetryAt = (d: NewDelivery) => dueAt.get(d.id) ?? d.nextRetryAt;
+  await tx.delivery.createMany({
+    data: prepared.deliveries.map((d) => ({
+      id: d.id,
+      orgId: webhook.orgId,
+      webhookId: webhook.id,
+      status: d.status,
+      eventIds: [...d.eventIds],
+      eventCount: d.eventIds.length,
+      bodyEncrypted: d.bodyEncrypted,
+      contentType: d.contentType,
+      error: d.error,
+      nextRetryAt: nextRetryAt(d),
+      createdAt: now,
+    })),
+  });
+  result.due = pending.map((d) => ({ id: d.id, dueAt: dueAt.get(d.id)! }));
+  result.disabled = prepared.templateBroken ? await disableWebhookAutomatically(tx, webhook.id, 'template_error') : null;
   return result;
 }
