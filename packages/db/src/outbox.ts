@@ -78,16 +78,21 @@ const EVENT_COLUMN_NAMES = [
   'id', 'org_id', 'action', 'actor_type', 'actor_id', 'actor_display_name', 'resource_type', 'resource_id',
   'resource_display_name', 'resources', 'context', 'changes', 'payload', 'created_at', 'received_at',
 ];
-const EVENT_COLUMNS = EVENT_COLUMN_NAMES.join(', ');
 const JOINED_EVENT_COLUMNS = EVENT_COLUMN_NAMES.map((c) => `e.${c}`).join(', ');
+
+// Statements that take a list of ids start from the list and look each id up by primary key (a LATERAL … LIMIT 1
+// keeps the planner from turning the lookups into a scan of the organisation's rows): with `org_id = $1 AND id =
+// ANY($2)`, a planner without fresh statistics (a table that grew faster than autoanalyze) scanned every pending
+// event of the organisation and compared each with the whole list, seconds to minutes per fan-out of a large backlog.
 
 /** The events among `ids` of an organisation that are not fanned out yet, ordered by id. No lock is taken. */
 export async function readPendingEvents(pool: Pool, orgId: string, ids: readonly string[]): Promise<OutboxEvent[]> {
   const { rows } = await pool.query<EventRow>({
     name: 'read_pending_events',
-    text: `SELECT ${JOINED_EVENT_COLUMNS} FROM audit_events e
-           JOIN pending_fanout p ON p.org_id = e.org_id AND p.event_id = e.id
-           WHERE p.org_id = $1 AND p.event_id = ANY($2::uuid[]) ORDER BY e.id`,
+    text: `SELECT ${JOINED_EVENT_COLUMNS} FROM (SELECT DISTINCT unnest($2::uuid[]) AS id) AS k
+           CROSS JOIN LATERAL (SELECT 1 FROM pending_fanout p WHERE p.org_id = $1 AND p.event_id = k.id LIMIT 1) p
+           CROSS JOIN LATERAL (SELECT * FROM audit_events e WHERE e.org_id = $1 AND e.id = k.id LIMIT 1) e
+           ORDER BY e.id`,
     values: [orgId, ids],
   });
   return rows.map(toPending);
@@ -97,7 +102,9 @@ export async function readPendingEvents(pool: Pool, orgId: string, ids: readonly
 export async function readEvents(pool: Pool, orgId: string, ids: readonly string[]): Promise<OutboxEvent[]> {
   const { rows } = await pool.query<EventRow>({
     name: 'read_events',
-    text: `SELECT ${EVENT_COLUMNS} FROM audit_events WHERE org_id = $1 AND id = ANY($2::uuid[]) ORDER BY id`,
+    text: `SELECT ${JOINED_EVENT_COLUMNS} FROM (SELECT DISTINCT unnest($2::uuid[]) AS id) AS k
+           CROSS JOIN LATERAL (SELECT * FROM audit_events e WHERE e.org_id = $1 AND e.id = k.id LIMIT 1) e
+           ORDER BY e.id`,
     values: [orgId, ids],
   });
   return rows.map(toPending);
@@ -130,8 +137,9 @@ export async function commitFanout(
   const { rows } = await pool.query<{ claimed: string[] | null; deliveries: string[] | null; buffered: string[] | null }>({
     name: 'commit_fanout',
     text: `WITH claimed AS (
-             DELETE FROM pending_fanout WHERE org_id = $1 AND event_id = ANY($2::uuid[])
-             RETURNING event_id AS id
+             DELETE FROM pending_fanout p USING unnest($2::uuid[]) AS k(id)
+             WHERE p.org_id = $1 AND p.event_id = k.id
+             RETURNING p.event_id AS id
            ), claimed_all AS (
              SELECT coalesce(array_agg(id), '{}') AS ids FROM claimed
            ), x AS (
