@@ -13,6 +13,9 @@ import { startApiKeyCache } from './http/api-keys';
 import { startConfiguredRateLimiter } from './services/rate-limit-check';
 import { loadConfig } from './env';
 
+/** How long an idle keep-alive connection stays open (above the 60 s idle timeout of common load balancers). */
+const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
 async function main(): Promise<RunningService> {
   const config = loadConfig();
   const logger = createLogger({ name: 'gatehook-api', level: config.LOG_LEVEL });
@@ -38,7 +41,13 @@ async function main(): Promise<RunningService> {
     send: (request) => egress.send(request),
   });
 
-  const server = createServer(api.listener).listen(config.PORT);
+  const server = createServer(api.listener);
+  // Idle keep-alive connections are kept longer than load balancers and gateway clients keep theirs (60 s is
+  // common), so a client never sends a request on a connection the API is closing at that instant (Node's 5 s
+  // default loses that race under load: "socket hang up" on the client). Headers must still arrive in time.
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  server.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
+  server.listen(config.PORT);
   await once(server, 'listening');
   logger.info({ port: config.PORT }, 'api listening');
 
@@ -47,8 +56,12 @@ async function main(): Promise<RunningService> {
     async stop() {
       // No new connections; in-flight requests finish before the connections close.
       server.close();
+      // A connection whose request was in flight stays open after its answer for the keep-alive timeout: close
+      // each one as soon as it is idle, so shutdown waits for requests, not for idle connections.
       server.closeIdleConnections();
+      const idle = setInterval(() => server.closeIdleConnections(), 50);
       await once(server, 'close').catch(() => undefined);
+      clearInterval(idle);
       await Promise.allSettled([queues.close(), egress.close(), rateLimiting.close()]);
       subscriber.disconnect();
       await Promise.allSettled([db.$disconnect(), closeRedis(redis), closeRedis(producer)]);
