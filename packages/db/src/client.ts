@@ -30,6 +30,10 @@ export function sqlPool(db: Db): Pool {
 }
 
 /** A Prisma client on the pg driver adapter (Prisma 7 needs no engine binary at run time). */
+/** How long an interactive transaction waits for a connection, and how long it may run. */
+export const TRANSACTION_MAX_WAIT_MS = 10_000;
+export const TRANSACTION_TIMEOUT_MS = 15_000;
+
 export function createDb(databaseUrl: string, options: { poolSize?: number } = {}): Db {
   const pool = new Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 });
   // Every connection listens for errors for as long as it lives. The pool hands a connection out before its
@@ -50,7 +54,9 @@ export function createDb(databaseUrl: string, options: { poolSize?: number } = {
   // opens a fresh connection, and a query on a dead one fails as unavailable (503) on its own path.
   pool.on('error', () => undefined);
   const adapter = new PrismaPg(pool, { disposeExternalPool: true });
-  const db = new PrismaClient({ adapter });
+  // Interactive transactions (management writes) wait up to 10 s for a connection and may run 15 s: Prisma's 2 s
+  // and 5 s defaults turned a busy pool or a loaded machine into 500s of webhook saves and key issues.
+  const db = new PrismaClient({ adapter, transactionOptions: { maxWait: TRANSACTION_MAX_WAIT_MS, timeout: TRANSACTION_TIMEOUT_MS } });
   // Prisma disposes of the pool only if it connected itself; a client used only through sqlPool must close too.
   const disconnect = db.$disconnect.bind(db);
   db.$disconnect = async () => {
