@@ -21,7 +21,10 @@ const requests: { path: string; bytes: number }[] = [];
 
 beforeAll(async () => {
   ensureConsoleBuilt();
-  [stack, browser] = await Promise.all([startStack(), launch()]);
+  // One after the other, each kept as soon as it is up: afterAll closes whatever started, even if the other failed
+  // (a browser left open keeps jest from exiting).
+  browser = await launch();
+  stack = await startStack();
   receiver = await stack.receiver();
   // Through the API, 10 at a time: concurrent creates in one organisation all succeed.
   const statuses = new Map<number, number>();

@@ -34,7 +34,10 @@ async function until(check: () => Promise<boolean>, what: string, timeoutMs = 20
 
 beforeAll(async () => {
   ensureConsoleBuilt();
-  [stack, browser] = await Promise.all([startStack({ CIRCUIT_BREAKER_SECONDS: '1', DELIVERY_RETRY_SCHEDULE: '0,0.4,0.4,0.4,0.4,0.4,0.4,0.4' }), launch()]);
+  // One after the other, each kept as soon as it is up: afterAll closes whatever started, even if the other failed
+  // (a browser left open keeps jest from exiting).
+  browser = await launch();
+  stack = await startStack({ CIRCUIT_BREAKER_SECONDS: '1', DELIVERY_RETRY_SCHEDULE: '0,0.4,0.4,0.4,0.4,0.4,0.4,0.4' });
   receiver = await stack.receiver();
   // bypassCSP only so that the axe-core script can be injected; the console itself runs under its CSP.
   context = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
