@@ -3,8 +3,9 @@ import { SecretBox } from '@gatehook/core/encryption';
 import { DEVELOPMENT_ENCRYPTION_KEY } from '@gatehook/core/config';
 import { createDb, sqlPool } from '@gatehook/db/client';
 import { TEST_DATABASE_URL } from '@gatehook/testkit/env';
-import { AttemptRunner, OriginLimiter, type AttemptDeps } from './attempt';
+import { AttemptRunner, type AttemptDeps } from './attempt';
 import type { DeliveryQueues } from './jobs';
+import { OriginLimiter } from './origin-limiter';
 import { WebhookConfigs } from './webhook-configs';
 
 const db = createDb(TEST_DATABASE_URL, { poolSize: 2 });
@@ -32,28 +33,6 @@ function deps(limiter: OriginLimiter): AttemptDeps {
   };
 }
 
-describe('OriginLimiter', () => {
-  it('caps requests in flight per origin', () => {
-    const limiter = new OriginLimiter(2);
-    expect([limiter.tryAcquire('https://a'), limiter.tryAcquire('https://a'), limiter.tryAcquire('https://a')]).toEqual([true, true, false]);
-    expect(limiter.isFull('https://a')).toBe(true);
-    expect(limiter.tryAcquire('https://b')).toBe(true);
-    limiter.release('https://a');
-    expect(limiter.isFull('https://a')).toBe(false);
-  });
-
-  it('remembers waiting deliveries, bounded', () => {
-    const limiter = new OriginLimiter(1, 3);
-    for (const id of ['d1', 'd2', 'd3']) limiter.noteWaiting(id, 'https://a');
-    expect(limiter.waitingFor('d2')).toBe('https://a');
-    limiter.noteWaiting('d4', 'https://a'); // past the bound the memory starts over
-    expect(limiter.waitingFor('d1')).toBeUndefined();
-    expect(limiter.waitingFor('d4')).toBe('https://a');
-    limiter.doneWaiting('d4');
-    expect(limiter.waitingFor('d4')).toBeUndefined();
-  });
-});
-
 describe('AttemptRunner and a full origin', () => {
   it('turns a delivery that already waits for a full origin away again without reading the database', async () => {
     const limiter = new OriginLimiter(1);
@@ -69,52 +48,5 @@ describe('AttemptRunner and a full origin', () => {
     limiter.release('https://dead.example');
     expect(await runner.run([id])).toEqual({ sent: 0, skipped: 1, cancelled: 0, busy: [] });
     expect(limiter.waitingFor(id)).toBeUndefined();
-  });
-});
-
-describe('OriginLimiter waiting for a turn', () => {
-  const far = () => Date.now() + 60_000;
-
-  it('hands a freed origin slot to the oldest waiter, not to a newcomer', async () => {
-    const limiter = new OriginLimiter(1);
-    expect(await limiter.acquire('https://a', far())).toBe(true);
-    const order: string[] = [];
-    const first = limiter.acquire('https://a', far()).then((ok) => order.push(`first ${ok}`));
-    const second = limiter.acquire('https://a', far()).then((ok) => order.push(`second ${ok}`));
-    expect(limiter.tryAcquire('https://a')).toBe(false);
-    limiter.release('https://a');
-    await first;
-    expect(order).toEqual(['first true']);
-    limiter.release('https://a');
-    await second;
-    expect(order).toEqual(['first true', 'second true']);
-    limiter.release('https://a');
-    expect(limiter.isFull('https://a')).toBe(false);
-  });
-
-  it('gives up at the deadline holding nothing, and the slot it waited for stays usable', async () => {
-    const limiter = new OriginLimiter(1);
-    expect(await limiter.acquire('https://dead', far())).toBe(true);
-    expect(await limiter.acquire('https://dead', Date.now() + 30)).toBe(false);
-    limiter.release('https://dead');
-    expect(limiter.isFull('https://dead')).toBe(false);
-    expect(limiter.tryAcquire('https://dead')).toBe(true);
-    limiter.release('https://dead');
-  });
-
-  it('waits for one of the process-wide slots too, and gives the origin slot back when that wait fails', async () => {
-    const limiter = new OriginLimiter(10, 100, 1);
-    expect(await limiter.acquire('https://a', far())).toBe(true);
-    let second: boolean | undefined;
-    const waiting = limiter.acquire('https://b', far()).then((ok) => (second = ok));
-    await Promise.resolve();
-    expect(second).toBeUndefined();
-    limiter.release('https://a');
-    await waiting;
-    expect(second).toBe(true);
-    // The process is full again: a third request times out and leaves its origin's slot free.
-    expect(await limiter.acquire('https://c', Date.now() + 30)).toBe(false);
-    expect(limiter.isFull('https://c')).toBe(false);
-    limiter.release('https://b');
   });
 });

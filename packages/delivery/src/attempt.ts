@@ -5,153 +5,13 @@ import type { SendResult } from '@gatehook/egress/client';
 import { streakChanges, trippedBreakers } from './circuit-breaker';
 import type { EngineContext } from './fanout';
 import { decideNextState, type WebhookEffect } from './outcome';
+import type { OriginLimiter } from './origin-limiter';
 import { deliveryHeaders } from './signing';
 import type { LiveWebhook } from './webhook-configs';
 import { disableWebhook } from './webhook-state';
 
 /** Sends one signed request; the egress client in production. */
 export type Sender = (request: { url: string; headers: Record<string, string>; body: string }) => Promise<SendResult>;
-
-/** A waiter for a slot: resolved true when a slot is handed to it, false when its deadline passes first. */
-interface Waiter {
-  resolve(granted: boolean): void;
-  timer: NodeJS.Timeout;
-}
-
-/**
- * A counting semaphore whose waiters queue in order and give up at a deadline. `release` hands the slot straight
- * to the oldest waiter, so a freed slot is never taken by a newcomer ahead of it.
- */
-class Slots {
-  inUse = 0;
-  // Insertion-ordered: the first is the oldest; a waiter that times out leaves in O(1).
-  private readonly waiters = new Set<Waiter>();
-
-  constructor(private readonly cap: number) {}
-
-  get full(): boolean {
-    return this.inUse >= this.cap;
-  }
-
-  get idle(): boolean {
-    return this.inUse === 0 && this.waiters.size === 0;
-  }
-
-  tryTake(): boolean {
-    if (this.full) return false;
-    this.inUse += 1;
-    return true;
-  }
-
-  take(deadline: number): Promise<boolean> {
-    if (this.tryTake()) return Promise.resolve(true);
-    const wait = deadline - Date.now();
-    if (wait <= 0) return Promise.resolve(false);
-    return new Promise<boolean>((resolve) => {
-      const waiter: Waiter = {
-        resolve,
-        timer: setTimeout(() => {
-          this.waiters.delete(waiter);
-          resolve(false);
-        }, wait),
-      };
-      this.waiters.add(waiter);
-    });
-  }
-
-  give(): void {
-    const next = this.waiters.values().next();
-    if (next.done) {
-      this.inUse -= 1;
-      return;
-    }
-    this.waiters.delete(next.value);
-    clearTimeout(next.value.timer);
-    next.value.resolve(true);
-  }
-}
-
-/**
- * Caps requests in flight per origin (DELIVERY_ORIGIN_CONCURRENCY), so one slow endpoint cannot take every
- * slot, and in all (DELIVERY_CONCURRENCY). A request past a cap waits in this process, in order, for a slot to be
- * freed, up to a deadline: a busy but healthy origin gets its next request the moment one finishes, with no
- * round trip through the queue or the database; one that stays full past the deadline (a dead endpoint holding
- * its slots for the whole timeout) turns its deliveries away to come back later. Per process.
- */
-export class OriginLimiter {
-  private readonly origins = new Map<string, Slots>();
-  private readonly all: Slots;
-  /** Deliveries turned away by a full origin, with that origin: their next turn can be refused without I/O. */
-  private readonly waiting = new Map<string, string>();
-
-  constructor(
-    private readonly cap: number,
-    private readonly maxWaiting = 100_000,
-    totalCap = Number.POSITIVE_INFINITY,
-  ) {
-    this.all = new Slots(totalCap);
-  }
-
-  private slots(origin: string): Slots {
-    let slots = this.origins.get(origin);
-    if (!slots) {
-      slots = new Slots(this.cap);
-      this.origins.set(origin, slots);
-    }
-    return slots;
-  }
-
-  /** Whether an origin has no free slot now. */
-  isFull(origin: string): boolean {
-    return this.origins.get(origin)?.full ?? false;
-  }
-
-  /** Remembers that a delivery waits for its origin (bounded: past the cap the memory starts over). */
-  noteWaiting(deliveryId: string, origin: string): void {
-    if (this.waiting.size >= this.maxWaiting) this.waiting.clear();
-    this.waiting.set(deliveryId, origin);
-  }
-
-  /** The origin a delivery is known to wait for, if it was turned away before. */
-  waitingFor(deliveryId: string): string | undefined {
-    return this.waiting.get(deliveryId);
-  }
-
-  /** Forgets a delivery's wait once it gets a turn (or anything else happens to it). */
-  doneWaiting(deliveryId: string): void {
-    this.waiting.delete(deliveryId);
-  }
-
-  /** Takes a slot of `origin` and one of the process's at once, or neither. */
-  tryAcquire(origin: string): boolean {
-    const slots = this.slots(origin);
-    if (!slots.tryTake()) return false;
-    if (this.all.tryTake()) return true;
-    this.release(origin, { processSlot: false });
-    return false;
-  }
-
-  /**
-   * Waits for a slot of `origin`, then for one of the process's, until `deadline` (epoch ms). True when both are
-   * held (give them back with {@link release}); false, holding nothing, when the deadline came first.
-   */
-  async acquire(origin: string, deadline: number): Promise<boolean> {
-    if (!(await this.slots(origin).take(deadline))) return false;
-    if (await this.all.take(deadline)) return true;
-    this.release(origin, { processSlot: false });
-    return false;
-  }
-
-  /** Gives back a slot of `origin` and (unless told otherwise) the process's slot taken with it. */
-  release(origin: string, options: { processSlot?: boolean } = {}): void {
-    const slots = this.origins.get(origin);
-    if (slots) {
-      slots.give();
-      if (slots.idle) this.origins.delete(origin);
-    }
-    if (options.processSlot !== false) this.all.give();
-  }
-}
 
 export interface AttemptDeps extends EngineContext {
   send: Sender;
@@ -182,11 +42,6 @@ const LEASE_MARGIN_MS = 5_000;
 export const SLOT_WAIT_MS = 2_000;
 // Most attempt records one statement carries (group commit).
 const RECORD_BATCH = 500;
-
-/** When a delivery turned away by a full origin tries again: soon, spread so the waiters do not return at once. */
-function originRetryAt(): Date {
-  return new Date(Date.now() + 250 + Math.floor(Math.random() * 250));
-}
 
 /** A signed request, ready to send: everything the attempt needs, computed without I/O. */
 export interface PreparedRequest {
@@ -237,7 +92,7 @@ export class AttemptRunner {
     const due: string[] = [];
     for (const id of ids) {
       const origin = limiter.waitingFor(id);
-      if (origin !== undefined && limiter.isFull(origin)) outcome.busy.push({ id, retryAt: originRetryAt() });
+      if (origin !== undefined && limiter.isFull(origin)) outcome.busy.push({ id, retryAt: limiter.retryAt(origin) });
       else {
         limiter.doneWaiting(id);
         due.push(id);
@@ -269,14 +124,14 @@ export class AttemptRunner {
         const result = await this.attempt(delivery, releases, slotDeadline);
         if (result === 'sent') outcome.sent += 1;
         else if (result === 'cancelled') outcome.cancelled += 1;
-        else outcome.busy.push({ id: delivery.id, retryAt: originRetryAt() });
+        else outcome.busy.push({ id: delivery.id, retryAt: result.busyUntil });
       }),
     );
     await releaseDeliveries(this.deps.pool, releases);
     return outcome;
   }
 
-  private async attempt(delivery: LeasedDelivery, releases: Release[], slotDeadline: number): Promise<'sent' | 'cancelled' | 'busy'> {
+  private async attempt(delivery: LeasedDelivery, releases: Release[], slotDeadline: number): Promise<'sent' | 'cancelled' | { busyUntil: Date }> {
     const { deps } = this;
     const webhook = await deps.configs.get(delivery.orgId, delivery.webhookId);
     const cancel = !webhook
@@ -295,8 +150,10 @@ export class AttemptRunner {
     // The turn comes first (in order, within SLOT_WAIT_MS); the request is signed when it has come.
     if (!(await deps.limiter.acquire(webhook.origin, slotDeadline))) {
       releases.push({ id: delivery.id, lease: delivery.leasedUntil });
+      // The time it comes back counts the deliveries already waiting for the origin, not itself.
+      const busyUntil = deps.limiter.retryAt(webhook.origin);
       deps.limiter.noteWaiting(delivery.id, webhook.origin);
-      return 'busy';
+      return { busyUntil };
     }
     const startedAt = new Date();
     let result: SendResult;
@@ -314,7 +171,7 @@ export class AttemptRunner {
         (): SendResult => ({ statusCode: 0, error: 'network_error', durationMs: Date.now() - startedAt.getTime(), responseSnippet: '', retryAfter: null }),
       );
     } finally {
-      deps.limiter.release(webhook.origin);
+      deps.limiter.release(webhook.origin, { heldMs: Date.now() - startedAt.getTime() });
     }
     deps.onAttempt?.({ durationMs: result.durationMs, statusCode: result.statusCode, error: result.error });
 
