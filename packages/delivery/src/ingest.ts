@@ -1,7 +1,6 @@
 import { v7 as uuidv7 } from 'uuid';
 import { AppError } from '@gatehook/core/errors';
 import type { Logger } from '@gatehook/core/logger';
-import { within } from '@gatehook/core/readiness';
 import { sqlPool, type Db } from '@gatehook/db/client';
 import { GroupCommit } from '@gatehook/db/group-commit';
 import { insertAuditEvents, type OutboxEvent } from '@gatehook/db/outbox';
@@ -36,17 +35,11 @@ function outboxOf(deps: IngestDeps): GroupCommit<OutboxWrite, void> {
       async (writes) => {
         const inserted = await insertAuditEvents(pool, writes.flatMap((w) => w.events));
         if (inserted.length > 0 && deps.queues) {
-          const byOrg = new Map<string, string[]>();
-          for (const { orgId, id } of inserted) {
-            const ids = byOrg.get(orgId);
-            if (ids) ids.push(id);
-            else byOrg.set(orgId, [id]);
-          }
-          try {
-            await within(Promise.all([...byOrg].map(([orgId, ids]) => deps.queues!.fanout(orgId, ids))), 2000);
-          } catch (error) {
+          // Enqueued after the commit, merged with other flushes' events, without holding the answers: the events
+          // are committed, and the reconciler fans out whatever Redis does not take.
+          deps.queues.fanoutMerged(inserted).catch((error: unknown) => {
             deps.logger?.warn({ err: (error as Error).message, events: inserted.length }, 'fan-out enqueue failed; the reconciler will pick the events up');
-          }
+          });
         }
         return writes.map(() => undefined);
       },

@@ -38,4 +38,25 @@ describe('DeliveryQueues', () => {
     await queues.fanout(orgId, ids, { recovered: true });
     expect(await fanout.getWaitingCount()).toBe(1);
   });
+
+  it('merges concurrent fan-out enqueues into one job per organisation, and close waits for them', async () => {
+    const own = new DeliveryQueues(redis, `test_${randomBytes(6).toString('hex')}`);
+    const fanout = own.queue('fanout');
+    const [a, b] = [randomUUID(), randomUUID()];
+    const event = (orgId: string) => ({ orgId, id: randomUUID() });
+    // The first call goes out alone; the four made while it is in flight go out together, one job per organisation.
+    const first = [event(a)];
+    const later = [[event(a)], [event(b), event(a)], [event(b)], [event(a)]];
+    const calls = [own.fanoutMerged(first), ...later.map((events) => own.fanoutMerged(events))];
+    await own.close();
+    await Promise.all(calls);
+    const jobs = await fanout.getWaiting();
+    const idsOf = (orgId: string) => jobs.filter((j) => j.data.orgId === orgId).map((j) => (j.data.eventIds as string[]).slice().sort());
+    const expected = (orgId: string, events: { orgId: string; id: string }[]) => events.filter((e) => e.orgId === orgId).map((e) => e.id).sort();
+    expect(jobs).toHaveLength(3);
+    expect(idsOf(a)).toEqual(expect.arrayContaining([expected(a, first), expected(a, later.flat())]));
+    expect(idsOf(b)).toEqual([expected(b, later.flat())]);
+    await fanout.obliterate({ force: true });
+    await fanout.close();
+  });
 });

@@ -2,6 +2,11 @@ import { createHash } from 'node:crypto';
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { within } from '@gatehook/core/readiness';
+import { GroupCommit } from '@gatehook/db/group-commit';
+
+/** Longest a merged fan-out enqueue may take before its events are left to the reconciler. */
+const ENQUEUE_TIMEOUT_MS = 2_000;
 
 /** Most deliveries one deliver job carries. */
 export const DELIVER_CHUNK = 200;
@@ -69,10 +74,34 @@ export function waitingJobId(deliveryId: string): string {
   return `d.${deliveryId}.wait`;
 }
 
+/** An audit event committed to the outbox, to be fanned out. */
+export interface CommittedEvent {
+  orgId: string;
+  id: string;
+}
+
+/** Fan-out jobs for committed events, in chunks of at most 1000 ids (or `chunk`); see {@link DeliveryQueues.fanout}. */
+function fanoutJobs(orgId: string, eventIds: readonly string[], opts: { recovered?: boolean; chunk?: number } = {}) {
+  const size = Math.min(Math.max(1, opts.chunk ?? 1000), 1000);
+  const jobs = [];
+  for (let i = 0; i < eventIds.length; i += size) {
+    const chunk = eventIds.slice(i, i + size);
+    const data: JobData<'fanout'> = opts.recovered ? { orgId, eventIds: chunk, recovered: true } : { orgId, eventIds: chunk };
+    jobs.push({ name: 'fanout', data, opts: opts.recovered ? { deduplication: { id: listId('f', chunk) } } : {} });
+  }
+  return jobs;
+}
+
 /** Producer side of the catalogue. One instance per process; `close()` is safe to call twice. */
 export class DeliveryQueues {
   private readonly queues: { [N in JobName]: Queue };
   private closed = false;
+  /** Fan-out enqueues of concurrent callers, merged: one addBulk in flight, the next one gathering meanwhile. */
+  private readonly merged = new GroupCommit<readonly CommittedEvent[], void>((items) => this.enqueueMerged(items), {
+    maxBatch: 1000,
+    maxConcurrent: 1,
+  });
+  private readonly mergedInFlight = new Set<Promise<void>>();
 
   constructor(connection: Redis, prefix: string) {
     const make = (name: JobName) => new Queue(name, { connection, prefix, defaultJobOptions });
@@ -89,14 +118,33 @@ export class DeliveryQueues {
    * reconciler's) is deduplicated against a copy of the same chunk still waiting or running, and counts its start.
    */
   async fanout(orgId: string, eventIds: readonly string[], opts: { recovered?: boolean; chunk?: number } = {}): Promise<void> {
-    const size = Math.min(Math.max(1, opts.chunk ?? 1000), 1000);
-    const jobs = [];
-    for (let i = 0; i < eventIds.length; i += size) {
-      const chunk = eventIds.slice(i, i + size);
-      const data: JobData<'fanout'> = opts.recovered ? { orgId, eventIds: chunk, recovered: true } : { orgId, eventIds: chunk };
-      jobs.push({ name: 'fanout', data, opts: opts.recovered ? { deduplication: { id: listId('f', chunk) } } : {} });
-    }
+    const jobs = fanoutJobs(orgId, eventIds, opts);
     if (jobs.length > 0) await this.queues.fanout.addBulk(jobs);
+  }
+
+  /**
+   * Enqueues fan-out of committed events together with the events of concurrent callers (ingestion's flushes):
+   * while one addBulk is in flight the next gathers every call made meanwhile, so under load a job carries more
+   * events and Redis and the worker see fewer jobs, with no added wait when idle. Rejects when Redis has not taken
+   * the jobs within ENQUEUE_TIMEOUT_MS; the events are committed, and the reconciler fans them out.
+   * {@link close} waits for the enqueues in flight.
+   */
+  fanoutMerged(events: readonly CommittedEvent[]): Promise<void> {
+    const queued = this.merged.submit(events);
+    const tracked = queued.catch(() => undefined).finally(() => this.mergedInFlight.delete(tracked));
+    this.mergedInFlight.add(tracked);
+    return queued;
+  }
+
+  private async enqueueMerged(items: (readonly CommittedEvent[])[]): Promise<void[]> {
+    const byOrg = new Map<string, string[]>();
+    for (const { orgId, id } of items.flat()) {
+      const ids = byOrg.get(orgId);
+      if (ids) ids.push(id);
+      else byOrg.set(orgId, [id]);
+    }
+    await within(this.queues.fanout.addBulk([...byOrg].flatMap(([orgId, ids]) => fanoutJobs(orgId, ids))), ENQUEUE_TIMEOUT_MS);
+    return items.map(() => undefined);
   }
 
   /**
@@ -179,6 +227,7 @@ export class DeliveryQueues {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await Promise.allSettled([...this.mergedInFlight]);
     await Promise.allSettled(Object.values(this.queues).map((q) => q.close()));
   }
 }
