@@ -12,35 +12,33 @@ const iso = (d: Date | null) => (d === null ? null : d.toISOString());
 
 /**
  * Stores audit events, skipping ids already stored (idempotent ingestion), with their `pending_fanout` rows, in
- * one statement whatever their organisations. Returns the (org, id) pairs actually inserted.
+ * one statement whatever their organisations. Returns the (org, id) pairs actually inserted. The rows travel as
+ * one JSON document (`jsonb_to_recordset`): one JSON.stringify of the batch instead of fifteen array literals,
+ * each of whose elements the driver would escape and Postgres would parse again (half of the API's CPU per event
+ * in 100-event requests). Strings reach here already checked storable (no NUL, no lone surrogate).
  */
 export async function insertAuditEvents(pool: Pool, events: readonly OutboxEvent[]): Promise<{ orgId: string; id: string }[]> {
   if (events.length === 0) return [];
-  const cols: unknown[][] = Array.from({ length: 15 }, () => []);
-  for (const { data: e, receivedAt } of events) {
-    const values = [
-      e.org_id, e.id, e.action, e.actor_type, e.actor_id, e.actor_display_name, e.resource_type, e.resource_id,
-      e.resource_display_name, JSON.stringify(e.resources), JSON.stringify(e.context), JSON.stringify(e.changes),
-      JSON.stringify(e.payload), e.created_at, receivedAt.toISOString(),
-    ];
-    values.forEach((v, i) => cols[i]!.push(v));
-  }
-  const { rows } = await pool.query<{ org_id: string; id: string }>({
+  const rows = events.map(({ data, receivedAt }) => ({ ...data, received_at: receivedAt.toISOString() }));
+  const { rows: inserted } = await pool.query<{ org_id: string; id: string }>({
     name: 'insert_audit_events',
     text: `WITH inserted AS (
              INSERT INTO audit_events (org_id, id, action, actor_type, actor_id, actor_display_name, resource_type, resource_id,
                resource_display_name, resources, context, changes, payload, created_at, received_at)
-             SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-               $9::text[], $10::jsonb[], $11::jsonb[], $12::jsonb[], $13::jsonb[], $14::timestamptz[], $15::timestamptz[])
+             SELECT org_id, id, action, actor_type, actor_id, actor_display_name, resource_type, resource_id,
+               resource_display_name, resources, context, changes, payload, created_at, received_at
+             FROM jsonb_to_recordset($1::jsonb) AS x(org_id uuid, id uuid, action text, actor_type text, actor_id text,
+               actor_display_name text, resource_type text, resource_id text, resource_display_name text, resources jsonb,
+               context jsonb, changes jsonb, payload jsonb, created_at timestamptz, received_at timestamptz)
              ON CONFLICT DO NOTHING
              RETURNING org_id, id, received_at
            ), pending AS (
              INSERT INTO pending_fanout (org_id, event_id, received_at) SELECT org_id, id, received_at FROM inserted
            )
            SELECT org_id, id FROM inserted`,
-    values: cols,
+    values: [JSON.stringify(rows)],
   });
-  return rows.map((r) => ({ orgId: r.org_id, id: r.id }));
+  return inserted.map((r) => ({ orgId: r.org_id, id: r.id }));
 }
 
 type EventRow = {

@@ -1,0 +1,58 @@
+import { randomUUID } from 'node:crypto';
+import { TEST_DATABASE_URL } from '@gatehook/testkit/env';
+import type { AuditEventData } from '@gatehook/core/audit-event';
+import { createDb, sqlPool } from './client';
+import { insertAuditEvents, readEvents, readPendingEvents, type OutboxEvent } from './outbox';
+
+const db = createDb(TEST_DATABASE_URL, { poolSize: 2 });
+const pool = sqlPool(db);
+afterAll(() => db.$disconnect());
+
+function event(orgId: string, overrides: Partial<AuditEventData> = {}): OutboxEvent {
+  const receivedAt = new Date('2026-11-25T12:00:00.123Z');
+  return {
+    receivedAt,
+    data: {
+      id: randomUUID(), org_id: orgId, action: 'tool.called', actor_type: 'user', actor_id: 'u1', actor_display_name: '',
+      resource_type: 'tool', resource_id: 't1', resource_display_name: 'T', resources: {}, context: {}, changes: [], payload: {},
+      created_at: '2026-11-25T11:59:59.999Z', ...overrides,
+    },
+  };
+}
+
+describe('insertAuditEvents', () => {
+  it('stores every field as given, whatever its characters, and reads it back the same', async () => {
+    const orgId = randomUUID();
+    const tricky = event(orgId, {
+      action: 'a"b\\c\n\u2028',
+      actor_display_name: 'Zoë 🚀 "quoted" \\ back\\slash {braces} ,comma',
+      resources: { 'dotted.key': 'x', '': 'empty key' },
+      context: { ip: '203.0.113.1', nested: { list: [1, -2.5, 1e21, 0.1, true, null, 'é'] }, tab: '\t' },
+      changes: [{ field: 'name', from: null, to: '{"not":"parsed"}' }],
+      payload: { big: 12345678901234567890, unicode: '\u00e9\u4e2d\ud83d\ude00', escaped: '\\u0041' },
+    });
+    const plain = event(orgId);
+    const inserted = await insertAuditEvents(pool, [tricky, plain]);
+    expect(inserted).toEqual([{ orgId, id: tricky.data.id }, { orgId, id: plain.data.id }]);
+
+    const back = await readEvents(pool, orgId, [tricky.data.id, plain.data.id]);
+    const byId = new Map(back.map((e) => [e.data.id, e]));
+    for (const original of [tricky, plain]) {
+      // jsonb does not keep key order; compare as values.
+      expect(byId.get(original.data.id)?.data).toEqual(original.data);
+      expect(byId.get(original.data.id)?.receivedAt.toISOString()).toBe(original.receivedAt.toISOString());
+    }
+    expect((await readPendingEvents(pool, orgId, [tricky.data.id])).map((e) => e.data.id)).toEqual([tricky.data.id]);
+  });
+
+  it('skips ids already stored and returns only the rows it inserted', async () => {
+    const orgId = randomUUID();
+    const first = event(orgId);
+    await insertAuditEvents(pool, [first]);
+    const second = event(orgId);
+    const again = await insertAuditEvents(pool, [{ ...first, data: { ...first.data, action: 'changed' } }, second]);
+    expect(again).toEqual([{ orgId, id: second.data.id }]);
+    const [stored] = await readEvents(pool, orgId, [first.data.id]);
+    expect(stored?.data.action).toBe('tool.called');
+  });
+});
