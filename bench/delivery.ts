@@ -227,7 +227,8 @@ export async function withRig<T>(use: (rig: Rig) => Promise<T>): Promise<T> {
 
 /** Renders, signs and POSTs bodies of `eventsPerBody` fresh events to one receiver over keep-alive HTTPS. */
 class BareSender {
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY, ca: testCa().pki.caPem });
+  // Idle sockets are dropped before the receiver's keep-alive timeout (Node's 5 s), as the egress client does.
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY, timeout: 4_000, ca: testCa().pki.caPem });
   private readonly url: URL;
   private readonly contentType: string;
 
@@ -236,8 +237,22 @@ class BareSender {
     this.contentType = CONTENT_TYPES[eventsPerBody === 1 ? 'single' : 'ndjson'];
   }
 
-  /** One request; resolves to the ids of its events once the answer has been read. */
+  /**
+   * One request; resolves to the ids of its events once the answer has been read. A request written into a reused
+   * keep-alive socket that the receiver was closing fails with a reset before any answer: it is sent once more on
+   * a fresh socket, as any HTTP client would, instead of failing the whole run.
+   */
   async send(): Promise<string[]> {
+    try {
+      return await this.sendOnce();
+    } catch (error) {
+      const { code } = error as NodeJS.ErrnoException;
+      if ((error as { reusedSocket?: boolean }).reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE')) return this.sendOnce();
+      throw error;
+    }
+  }
+
+  private async sendOnce(): Promise<string[]> {
     const created_at = new Date().toISOString();
     const events = Array.from({ length: this.eventsPerBody }, () => {
       const event: AuditEventData = { ...EVENT, id: randomUUID(), org_id: SAMPLE_EVENT.org_id, created_at };
@@ -251,7 +266,7 @@ class BareSender {
         res.on('error', reject);
         res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
       });
-      req.on('error', reject);
+      req.on('error', (error) => reject(Object.assign(error, { reusedSocket: req.reusedSocket })));
       req.end(body);
     });
     return events.map((e) => e.eventId);
@@ -275,6 +290,8 @@ type WindowProbe = () => Promise<(arrived: number) => Promise<void>>;
 async function arrivalsPerSecond(receiver: CountingReceiver, seconds: number, feed: (running: () => boolean) => Promise<number>, probe?: WindowProbe): Promise<number> {
   let running = true;
   const fed = feed(() => running);
+  // A feed that fails early is reported by the `await fed` below, not as an unhandled rejection meanwhile.
+  fed.catch(() => undefined);
   try {
     await sleep(throughputWarmupMs(seconds));
     const closeWindow = await probe?.();
