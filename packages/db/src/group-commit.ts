@@ -6,10 +6,16 @@
 export class GroupCommit<I, R> {
   private queue: { item: I; resolve: (r: R) => void; reject: (e: unknown) => void }[] = [];
   private running = 0;
+  private lastStart = Number.NEGATIVE_INFINITY;
+  private timer: NodeJS.Timeout | null = null;
 
+  /**
+   * `minIntervalMs` (default 0): a flush starts at least this long after the previous one started, so that under a
+   * steady stream each flush carries what arrived meanwhile; an item arriving after a quiet spell goes at once.
+   */
   constructor(
     private readonly flush: (items: I[]) => Promise<R[]>,
-    private readonly options: { maxBatch: number; maxConcurrent: number },
+    private readonly options: { maxBatch: number; maxConcurrent: number; minIntervalMs?: number },
   ) {}
 
   /** Queues an item; resolves with its result once the flush that carried it completed. */
@@ -22,6 +28,15 @@ export class GroupCommit<I, R> {
 
   private kick(): void {
     while (this.running < this.options.maxConcurrent && this.queue.length > 0) {
+      const wait = this.lastStart + (this.options.minIntervalMs ?? 0) - performance.now();
+      if (wait > 0) {
+        this.timer ??= setTimeout(() => {
+          this.timer = null;
+          this.kick();
+        }, wait);
+        return;
+      }
+      this.lastStart = performance.now();
       const batch = this.queue.splice(0, this.options.maxBatch);
       this.running += 1;
       this.flush(batch.map((b) => b.item))

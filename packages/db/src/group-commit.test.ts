@@ -1,0 +1,52 @@
+import { GroupCommit } from './group-commit';
+
+/** A GroupCommit whose flushes record their batches and answer each item doubled. */
+function recording(options: ConstructorParameters<typeof GroupCommit<number, number>>[1]) {
+  const batches: number[][] = [];
+  const commit = new GroupCommit<number, number>(async (items) => {
+    batches.push(items);
+    await new Promise((resolve) => setImmediate(resolve));
+    return items.map((i) => i * 2);
+  }, options);
+  return { commit, batches };
+}
+
+describe('GroupCommit', () => {
+  it('flushes at once when idle, and gathers what arrives while a flush runs into the next', async () => {
+    const { commit, batches } = recording({ maxBatch: 10, maxConcurrent: 1 });
+    const results = await Promise.all([1, 2, 3].map((i) => commit.submit(i)));
+    expect(results).toEqual([2, 4, 6]);
+    expect(batches).toEqual([[1], [2, 3]]);
+    // Idle again: the next item goes alone, at once.
+    expect(await commit.submit(4)).toBe(8);
+    expect(batches.at(-1)).toEqual([4]);
+  });
+
+  it('keeps a batch within maxBatch and runs up to maxConcurrent flushes', async () => {
+    const { commit, batches } = recording({ maxBatch: 2, maxConcurrent: 2 });
+    await Promise.all([1, 2, 3, 4, 5].map((i) => commit.submit(i)));
+    expect(batches).toEqual([[1], [2], [3, 4], [5]]);
+  });
+
+  it('rejects every item of a flush that fails, and goes on with the next', async () => {
+    let fail = true;
+    const commit = new GroupCommit<number, number>(async (items) => {
+      if (fail) throw new Error('store down');
+      return items;
+    }, { maxBatch: 10, maxConcurrent: 1 });
+    const first = commit.submit(1);
+    await expect(first).rejects.toThrow('store down');
+    fail = false;
+    expect(await commit.submit(2)).toBe(2);
+  });
+
+  it('with minIntervalMs, starts the next flush no sooner after the previous one, carrying all that came meanwhile', async () => {
+    const { commit, batches } = recording({ maxBatch: 10, maxConcurrent: 1, minIntervalMs: 1_000 });
+    expect(await commit.submit(1)).toBe(2);
+    // The first flush is over, but it started less than a second ago: these wait and go together.
+    const later = await Promise.all([2, 3, 4].map((i) => commit.submit(i)));
+    expect(later).toEqual([4, 6, 8]);
+    expect(batches).toEqual([[1], [2, 3, 4]]);
+    expect(commit.pending).toBe(0);
+  });
+});
