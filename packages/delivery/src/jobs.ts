@@ -151,9 +151,7 @@ export class DeliveryQueues {
       if (ids) ids.push(id);
       else byOrg.set(orgId, [id]);
     }
-    // Chunks of a deliver job's size: a fan-out of one webhook then creates few enough deliveries to attempt them in
-    // its own process (packages/delivery/src/dispatch.ts) rather than through the deliver queue.
-    const jobs = [...byOrg].flatMap(([orgId, ids]) => fanoutJobs(orgId, ids, { chunk: DELIVER_CHUNK }));
+    const jobs = [...byOrg].flatMap(([orgId, ids]) => fanoutJobs(orgId, ids));
     await within(this.queues.fanout.addBulk(jobs), ENQUEUE_TIMEOUT_MS);
     return items.map(() => undefined);
   }
