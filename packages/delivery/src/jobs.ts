@@ -103,7 +103,7 @@ function fanoutJobs(orgId: string, eventIds: readonly string[], opts: { recovere
 export class DeliveryQueues {
   private readonly queues: { [N in JobName]: Queue };
   private closed = false;
-  /** Fan-out enqueues of concurrent callers, merged: one addBulk in flight, the next one gathering meanwhile. */
+  /** Fan-out enqueues of concurrent callers, merged: one addBulk in flight, the next gathering meanwhile ({@link fanoutMerged}). */
   private readonly merged = new GroupCommit<readonly CommittedEvent[], void>((items) => this.enqueueMerged(items), {
     maxBatch: 1000,
     maxConcurrent: 1,
