@@ -115,8 +115,9 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
       async (job: Job, token?: string) => {
         const { deliveryIds } = JOBS.deliver.parse(job.data);
         const outcome = await runner.run(deliveryIds);
-        // Deliveries turned away by a saturated origin come back shortly, holding no slot, each under its one
-        // waiting job: this job, when it is that job (it moves back to the delayed set), else a job of its own.
+        // Deliveries turned away by a saturated origin come back when it can take them, holding no slot, each
+        // under its one waiting job: this job, when it is that job (it moves back to the delayed set), else a job of
+        // its own.
         const own = outcome.busy.find((b) => job.id === waitingJobId(b.id));
         await queues.deliverLater(outcome.busy.filter((b) => b !== own).map((b) => ({ id: b.id, dueAt: b.retryAt })));
         if (own) {

@@ -189,23 +189,6 @@ export async function dueBacklog(
   return rows[0] ?? { due: 0, buffered: 0 };
 }
 
-/**
- * Recover under a send rate: gives failed deliveries that have a stored body a fresh cycle of 8 attempts, as
- * `restartDeliveries` (packages/delivery/src/manual.ts) does for a manual retry, but each due at its own slot of
- * the task's schedule rather than now. One statement; a delivery that is no longer failed, or never rendered a
- * body, is left alone and not returned.
- */
-export async function restartDeliveriesAt(tx: Client, slots: readonly { id: string; dueAt: Date }[]): Promise<{ id: string; dueAt: Date }[]> {
-  if (slots.length === 0) return [];
-  const rows = await tx.$queryRaw<{ id: string; next_retry_at: Date }[]>`
-    UPDATE deliveries d SET status = 'pending', cycle_attempts = 0, throttled_streak = 0, next_retry_at = s.due_at,
-      error = NULL, updated_at = now()
-    FROM unnest(${slots.map((s) => s.id)}::uuid[], ${slots.map((s) => s.dueAt.toISOString())}::timestamptz[]) AS s(id, due_at)
-    WHERE d.id = s.id AND d.status = 'failed' AND d.body_encrypted IS NOT NULL
-    RETURNING d.id, d.next_retry_at`;
-  return rows.map((r) => ({ id: r.id, dueAt: r.next_retry_at }));
-}
-
 /** Where a recover task looks: this webhook's failed deliveries with a stored body, created in [since, until). */
 function recoverableWhere(task: Pick<WebhookTask, 'webhookId' | 'since' | 'until'>): Prisma.DeliveryWhereInput {
   return { webhookId: task.webhookId, status: 'failed', bodyEncrypted: { not: null }, createdAt: { gte: task.since, lt: task.until } };

@@ -66,7 +66,7 @@ export class LocalDispatcher {
 
   private track(attempts: Promise<AttemptBatchOutcome>, deliveryIds: readonly string[]): void {
     const run: Promise<void> = attempts
-      // Deliveries turned away by a saturated origin come back shortly, each under its one waiting job.
+      // Deliveries turned away by a saturated origin come back at its pace, each under its one waiting job.
       .then((outcome) => this.queues.deliverLater(outcome.busy.map((b) => ({ id: b.id, dueAt: b.retryAt }))))
       .catch(async (error: unknown) => {
         this.logger?.warn({ deliveries: deliveryIds.length, err: (error as Error).message }, 'local run failed; the deliveries go on the queue');

@@ -12,7 +12,6 @@ import {
   postponeTask,
   recoverablePage,
   replayablePage,
-  restartDeliveriesAt,
   type TaskCursor,
   type WebhookTask,
 } from '@gatehook/db/tasks';
@@ -25,6 +24,7 @@ import { toEventData } from './event-data';
 import { toLiveWebhook } from './webhook-configs';
 import { disableWebhookAutomatically, type WebhookAnnouncer } from './webhook-state';
 import type { DeliveryQueues } from './jobs';
+import { restartDeliveries } from './manual';
 
 /** How long a task whose webhook has a full backlog waits before it looks again. */
 export const TASK_WAIT_MS = 100;
@@ -268,7 +268,7 @@ async function stepClaimed(deps: TaskDeps, task: WebhookTask, now: Date, leaseUn
 async function recoverPage(tx: Prisma.TransactionClient, task: WebhookTask, limit: number, now: Date, schedule: Scheduler): Promise<Omit<PageResult, 'pacedUntil'>> {
   const page = await recoverablePage(tx, task, limit);
   const slots = schedule(page.length);
-  const restarted = await restartDeliveriesAt(tx, page.map((d, i) => ({ id: d.id, dueAt: slots[i]! })));
+  const restarted = await restartDeliveries(tx, page.map((d, i) => ({ id: d.id, dueAt: slots[i]! })));
   const last = page.at(-1);
   return {
     handled: page.length,

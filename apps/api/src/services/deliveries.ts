@@ -151,10 +151,12 @@ export async function retryDelivery(deps: DeliveryDeps, orgId: string, webhookId
   if (delivery.status !== 'failed') throw new AppError('conflict', `The delivery is ${delivery.status}; only failed deliveries can be retried`);
   if (delivery.bodyEncrypted === null) throw new AppError('conflict', 'The delivery never produced a body, so there is nothing to re-send');
   const now = new Date();
-  const [row] = await restartDeliveries(deps.db, [deliveryId], now);
-  if (!row) throw new AppError('conflict', 'The delivery changed meanwhile; it is no longer failed');
+  const [restarted] = await restartDeliveries(deps.db, [{ id: deliveryId, dueAt: now }]);
+  if (!restarted) throw new AppError('conflict', 'The delivery changed meanwhile; it is no longer failed');
+  // Read before it is queued, so the answer is the state the retry made, not a later attempt's.
+  const row = await requireDelivery(deps.db, orgId, webhookId, deliveryId);
   // If Redis is down the reconciler sends it once the next attempt is overdue.
-  await deps.queues?.deliver(row.id, now).catch(() => undefined);
+  await deps.queues?.deliver(restarted.id, now).catch(() => undefined);
   const attempts = await attemptsOf(deps.db, [row.id]);
   return toDeliveryView(row, attempts.get(row.id) ?? []);
 }
