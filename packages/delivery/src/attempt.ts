@@ -7,6 +7,7 @@ import type { EngineContext } from './fanout';
 import { decideNextState, type WebhookEffect } from './outcome';
 import type { OriginLimiter } from './origin-limiter';
 import { deliveryHeaders } from './signing';
+import { openBody } from './stored-body';
 import type { LiveWebhook } from './webhook-configs';
 import { disableWebhook } from './webhook-state';
 
@@ -53,7 +54,7 @@ export interface PreparedRequest {
 
 /** Prepares one delivery's request (pure but for decryption): its body, and headers signed with the live secrets. */
 export function prepareRequest(deps: Pick<EngineContext, 'box'>, webhook: LiveWebhook, delivery: LeasedDelivery, now: Date): PreparedRequest {
-  const body = deps.box.decrypt(delivery.bodyEncrypted ?? '');
+  const body = openBody(deps.box, delivery.bodyEncrypted ?? '');
   const secrets = [webhook.secret];
   if (webhook.previousSecret && webhook.previousSecretValidUntil && webhook.previousSecretValidUntil > now) secrets.push(webhook.previousSecret);
   const headers = deliveryHeaders({

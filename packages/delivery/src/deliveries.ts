@@ -3,6 +3,7 @@ import type { SecretBox } from '@gatehook/core/encryption';
 import { sanitiseText } from '@gatehook/core/sanitise';
 import type { NewDelivery } from '@gatehook/db/deliveries';
 import { packBodies, type RenderedEvent } from './bodies';
+import { sealBody } from './stored-body';
 import type { AuditEventData } from './envelope';
 import type { LiveWebhook } from './webhook-configs';
 
@@ -14,7 +15,8 @@ export interface PreparedDeliveries {
 
 /**
  * Prepares the deliveries of `events` for one webhook, outside any transaction: renders each event, packs the
- * rendered events into bodies of at most 1 MB by the webhook's format and max_events, and encrypts each body. An
+ * rendered events into bodies of at most 1 MB by the webhook's format and max_events, and seals each body for storage
+ * (stored-body.ts). An
  * event that does not render, or whose body alone exceeds 1 MB, becomes its own failed delivery that carries the
  * error and is not retryable; the other events still go out.
  */
@@ -57,7 +59,7 @@ export function prepareDeliveries(
       webhookId: webhook.id,
       eventIds: body.eventIds,
       status: 'pending',
-      bodyEncrypted: box.encrypt(body.body),
+      bodyEncrypted: sealBody(box, body.body),
       contentType: body.contentType,
       error: null,
       nextRetryAt: now,
