@@ -45,6 +45,18 @@ describe('insertAuditEvents', () => {
     expect((await readPendingEvents(pool, orgId, [tricky.data.id])).map((e) => e.data.id)).toEqual([tricky.data.id]);
   });
 
+  it('gives created_at back as Date.toISOString() writes it, from year 1 to 9999, and received_at to the millisecond', async () => {
+    const orgId = randomUUID();
+    const stamps = ['0001-01-01T00:00:00.000Z', '1969-12-31T23:59:59.001Z', '2026-02-28T23:59:59.999Z', '9999-12-31T23:59:59.999Z'];
+    const events = stamps.map((created_at, i) => ({ ...event(orgId, { created_at }), receivedAt: new Date(Date.UTC(2026, 10, 25, 12, 0, 0, i * 7 + 1)) }));
+    await insertAuditEvents(pool, events);
+    const back = new Map((await readPendingEvents(pool, orgId, events.map((e) => e.data.id))).map((e) => [e.data.id, e]));
+    for (const original of events) {
+      expect(back.get(original.data.id)?.data.created_at).toBe(original.data.created_at);
+      expect(back.get(original.data.id)?.receivedAt.getTime()).toBe(original.receivedAt.getTime());
+    }
+  });
+
   it('skips ids already stored and returns only the rows it inserted', async () => {
     const orgId = randomUUID();
     const first = event(orgId);

@@ -41,18 +41,24 @@ export async function insertAuditEvents(pool: Pool, events: readonly OutboxEvent
   return inserted.map((r) => ({ orgId: r.org_id, id: r.id }));
 }
 
-type EventRow = {
-  id: string; org_id: string; action: string; actor_type: string; actor_id: string; actor_display_name: string;
-  resource_type: string; resource_id: string; resource_display_name: string; resources: unknown; context: unknown;
-  changes: unknown; payload: unknown; created_at: Date; received_at: Date;
-};
+/**
+ * An event as the readers select it: SPEC 2.4 `data` column by column, but for its two instants, which come as epoch
+ * milliseconds (a float8: exact for milliseconds across years 1 to 9999) instead of timestamps the driver parses
+ * into a Date with a regular expression each; `created_at` is then formatted as Date.toISOString() formats it,
+ * which is how it was stored (the driver's date parsing was 3 to 4 % of the worker's CPU in a fan-out of 1,000 events).
+ */
+type EventRow = Omit<AuditEventData, 'resources' | 'context' | 'changes' | 'payload' | 'created_at'> & { resources: unknown; context: unknown; changes: unknown; payload: unknown; created_ms: number; received_ms: number };
+
+const EVENT_SELECT = `e.id, e.org_id, e.action, e.actor_type, e.actor_id, e.actor_display_name, e.resource_type, e.resource_id,
+  e.resource_display_name, e.resources, e.context, e.changes, e.payload,
+  date_part('epoch', e.created_at) * 1000 AS created_ms, date_part('epoch', e.received_at) * 1000 AS received_ms`;
 
 const asRecord = (value: unknown): Record<string, unknown> =>
   value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 
-function toPending(row: EventRow): OutboxEvent {
+function toOutboxEvent(row: EventRow): OutboxEvent {
   return {
-    receivedAt: row.received_at,
+    receivedAt: new Date(Math.round(row.received_ms)),
     data: {
       id: row.id,
       org_id: row.org_id,
@@ -67,16 +73,10 @@ function toPending(row: EventRow): OutboxEvent {
       context: asRecord(row.context),
       changes: Array.isArray(row.changes) ? row.changes : [],
       payload: asRecord(row.payload),
-      created_at: row.created_at.toISOString(),
+      created_at: new Date(Math.round(row.created_ms)).toISOString(),
     },
   };
 }
-
-const EVENT_COLUMN_NAMES = [
-  'id', 'org_id', 'action', 'actor_type', 'actor_id', 'actor_display_name', 'resource_type', 'resource_id',
-  'resource_display_name', 'resources', 'context', 'changes', 'payload', 'created_at', 'received_at',
-];
-const JOINED_EVENT_COLUMNS = EVENT_COLUMN_NAMES.map((c) => `e.${c}`).join(', ');
 
 // Statements that take a list of ids start from the list and look each id up by primary key (a LATERAL … LIMIT 1
 // keeps the planner from turning the lookups into a scan of the organisation's rows): with `org_id = $1 AND id =
@@ -87,25 +87,25 @@ const JOINED_EVENT_COLUMNS = EVENT_COLUMN_NAMES.map((c) => `e.${c}`).join(', ');
 export async function readPendingEvents(pool: Pool, orgId: string, ids: readonly string[]): Promise<OutboxEvent[]> {
   const { rows } = await pool.query<EventRow>({
     name: 'read_pending_events',
-    text: `SELECT ${JOINED_EVENT_COLUMNS} FROM (SELECT DISTINCT unnest($2::uuid[]) AS id) AS k
+    text: `SELECT ${EVENT_SELECT} FROM (SELECT DISTINCT unnest($2::uuid[]) AS id) AS k
            CROSS JOIN LATERAL (SELECT 1 FROM pending_fanout p WHERE p.org_id = $1 AND p.event_id = k.id LIMIT 1) p
            CROSS JOIN LATERAL (SELECT * FROM audit_events e WHERE e.org_id = $1 AND e.id = k.id LIMIT 1) e
            ORDER BY e.id`,
     values: [orgId, ids],
   });
-  return rows.map(toPending);
+  return rows.map(toOutboxEvent);
 }
 
 /** Events of an organisation by id, ordered by id (a batch's events, whatever their fan-out state). */
 export async function readEvents(pool: Pool, orgId: string, ids: readonly string[]): Promise<OutboxEvent[]> {
   const { rows } = await pool.query<EventRow>({
     name: 'read_events',
-    text: `SELECT ${JOINED_EVENT_COLUMNS} FROM (SELECT DISTINCT unnest($2::uuid[]) AS id) AS k
+    text: `SELECT ${EVENT_SELECT} FROM (SELECT DISTINCT unnest($2::uuid[]) AS id) AS k
            CROSS JOIN LATERAL (SELECT * FROM audit_events e WHERE e.org_id = $1 AND e.id = k.id LIMIT 1) e
            ORDER BY e.id`,
     values: [orgId, ids],
   });
-  return rows.map(toPending);
+  return rows.map(toOutboxEvent);
 }
 
 /** A Postgres array literal of uuids (they need no quoting), for a delivery's event ids in one text parameter. */
@@ -132,22 +132,26 @@ export async function commitFanout(
   },
 ): Promise<{ claimed: string[]; deliveries: string[]; buffered: string[] }> {
   const d = input.deliveries;
-  const { rows } = await pool.query<{ claimed: string[] | null; deliveries: string[] | null; buffered: string[] | null }>({
+  // The id lists come back as comma-joined text: one split here, where an array would be parsed element by element.
+  const { rows } = await pool.query<{ claimed: string | null; deliveries: string | null; buffered: string | null }>({
     name: 'commit_fanout',
     text: `WITH claimed AS (
              DELETE FROM pending_fanout p USING unnest($2::uuid[]) AS k(id)
              WHERE p.org_id = $1 AND p.event_id = k.id
              RETURNING p.event_id AS id
-           ), claimed_all AS (
-             SELECT coalesce(array_agg(id), '{}') AS ids FROM claimed
-           ), x AS (
-             SELECT x.*, x.event_ids_text::uuid[] <@ (SELECT ids FROM claimed_all) AS whole
+           ), given AS MATERIALIZED (
+             SELECT g.*, g.event_ids_text::uuid[] AS event_ids
              FROM unnest($4::uuid[], $5::uuid[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[])
-               AS x(id, webhook_id, event_ids_text, status, body, content_type, error, next_retry_at)
+               AS g(id, webhook_id, event_ids_text, status, body, content_type, error, next_retry_at)
+           ), x AS (
+             -- (Materialised: each event id list is parsed once.) Whole when every one of its events was claimed here:
+             -- counted against a hashed set of the claimed ids, not by comparing each id with each.
+             SELECT given.*, (SELECT count(*) FROM unnest(given.event_ids) AS e(id) WHERE e.id IN (SELECT id FROM claimed)) = cardinality(given.event_ids) AS whole
+             FROM given
            ), d AS (
              INSERT INTO deliveries (id, org_id, webhook_id, status, event_ids, event_count, body_encrypted, content_type, error,
                next_retry_at, created_at, updated_at, leased_until)
-             SELECT x.id, $1, x.webhook_id, x.status::"DeliveryStatus", x.event_ids_text::uuid[], cardinality(x.event_ids_text::uuid[]),
+             SELECT x.id, $1, x.webhook_id, x.status::"DeliveryStatus", x.event_ids, cardinality(x.event_ids),
                x.body, x.content_type, x.error, x.next_retry_at, $3, $3, CASE WHEN x.status = 'pending' THEN $14::timestamptz END
              FROM x WHERE x.whole
              RETURNING id
@@ -156,13 +160,13 @@ export async function commitFanout(
              SELECT y.webhook_id, y.event_id, $1, $3 FROM unnest($12::uuid[], $13::uuid[]) AS y(webhook_id, event_id)
              WHERE y.event_id IN (SELECT id FROM claimed)
              UNION ALL
-             SELECT x.webhook_id, e.id, $1, $3 FROM x CROSS JOIN LATERAL unnest(x.event_ids_text::uuid[]) AS e(id)
+             SELECT x.webhook_id, e.id, $1, $3 FROM x CROSS JOIN LATERAL unnest(x.event_ids) AS e(id)
              WHERE NOT x.whole AND e.id IN (SELECT id FROM claimed)
              ON CONFLICT DO NOTHING
              RETURNING webhook_id
            )
-           SELECT (SELECT array_agg(id) FROM claimed) AS claimed, (SELECT array_agg(id) FROM d) AS deliveries,
-             (SELECT array_agg(DISTINCT webhook_id) FROM b) AS buffered`,
+           SELECT (SELECT string_agg(id::text, ',') FROM claimed) AS claimed, (SELECT string_agg(id::text, ',') FROM d) AS deliveries,
+             (SELECT string_agg(DISTINCT webhook_id::text, ',') FROM b) AS buffered`,
     values: [
       input.orgId, input.eventIds, input.now.toISOString(),
       d.map((x) => x.id), d.map((x) => x.webhookId), d.map((x) => uuidArray(x.eventIds)), d.map((x) => x.status), d.map((x) => x.bodyEncrypted),
@@ -170,5 +174,6 @@ export async function commitFanout(
       input.batchItems.map((b) => b.webhookId), input.batchItems.map((b) => b.eventId), iso(input.leasedUntil ?? null),
     ],
   });
-  return { claimed: rows[0]?.claimed ?? [], deliveries: rows[0]?.deliveries ?? [], buffered: rows[0]?.buffered ?? [] };
+  const ids = (joined: string | null | undefined) => (joined ? joined.split(',') : []);
+  return { claimed: ids(rows[0]?.claimed), deliveries: ids(rows[0]?.deliveries), buffered: ids(rows[0]?.buffered) };
 }
