@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { SERVICE_NODE_FLAGS } from '@gatehook/core/service';
 
 // Docker cannot run on the CI machines, so these checks keep the files honest: they parse, name the services
 // the README promises, and use only configuration the README documents.
@@ -40,5 +41,20 @@ describe('docker/Dockerfile', () => {
     expect(dockerfile).toMatch(/^USER node$/m);
     for (const target of ['api', 'worker', 'migrate']) expect(dockerfile).toMatch(new RegExp(`^FROM runtime AS ${target}$`, 'm'));
     expect(dockerfile).toContain('pnpm install --frozen-lockfile');
+  });
+});
+
+describe('service launchers', () => {
+  // Every way of starting an API or a worker process gives node the same flags (SERVICE_NODE_FLAGS); scripts/start.ts
+  // and the test kit spread the constant itself.
+  it('pass SERVICE_NODE_FLAGS in the package scripts and the Docker images', () => {
+    const scripts = (file: string) => (JSON.parse(readFileSync(path.join(root, file), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    const launchers = [
+      scripts('package.json')['start:api'], scripts('package.json')['start:worker'],
+      scripts('apps/api/package.json').start, scripts('apps/worker/package.json').start,
+      ...[...dockerfile.matchAll(/^CMD (\[.*main\.ts"\])$/gm)].map((m) => (JSON.parse(m[1]!) as string[]).join(' ')),
+    ];
+    expect(launchers).toHaveLength(6);
+    for (const launcher of launchers) expect(launcher).toMatch(new RegExp(`^node ${SERVICE_NODE_FLAGS.join(' ')} --import tsx `));
   });
 });

@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { parseConfig } from '@gatehook/core/config';
+import { SERVICE_NODE_FLAGS } from '@gatehook/core/service';
 import { applyMigrations } from '@gatehook/db/migrate';
 
 const root = path.resolve(__dirname, '..');
@@ -14,7 +15,7 @@ async function main(): Promise<void> {
 
   const children: ChildProcess[] = ['apps/api/src/main.ts', 'apps/worker/src/main.ts'].map((entry) =>
     // node itself rather than the tsx CLI, so that signals reach the services directly.
-    spawn(process.execPath, ['--import', 'tsx', path.join(root, entry)], { cwd: root, stdio: 'inherit', env: process.env }),
+    spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', path.join(root, entry)], { cwd: root, stdio: 'inherit', env: process.env }),
   );
   let exiting = false;
   const stopAll = (signal: NodeJS.Signals) => {

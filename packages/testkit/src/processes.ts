@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { Client } from 'pg';
+import { SERVICE_NODE_FLAGS } from '@gatehook/core/service';
 
 const root = path.resolve(__dirname, '../../..');
 
@@ -169,7 +170,7 @@ export interface ServiceProcess {
 export async function startServiceProcess(app: 'api' | 'worker', env: Record<string, string>): Promise<ServiceProcess> {
   const port = await freePort();
   // node itself (not the tsx CLI, which runs the script in a child): a signal must reach the service process.
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(root, `apps/${app}/src/main.ts`)], {
+  const child: ChildProcess = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', path.join(root, `apps/${app}/src/main.ts`)], {
     cwd: root,
     env: { ...process.env, ...env, [app === 'api' ? 'PORT' : 'WORKER_PORT']: String(port), LOG_LEVEL: env.LOG_LEVEL ?? 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
