@@ -19,7 +19,12 @@ const iso = (d: Date | null) => (d === null ? null : d.toISOString());
  */
 export async function insertAuditEvents(pool: Pool, events: readonly OutboxEvent[]): Promise<{ orgId: string; id: string }[]> {
   if (events.length === 0) return [];
-  const rows = events.map(({ data, receivedAt }) => ({ ...data, received_at: receivedAt.toISOString() }));
+  // The events of one request share one receivedAt: it is formatted once, not once per event.
+  let last: { at: Date; iso: string } | null = null;
+  const rows = events.map(({ data, receivedAt }) => {
+    if (last?.at !== receivedAt) last = { at: receivedAt, iso: receivedAt.toISOString() };
+    return { ...data, received_at: last.iso };
+  });
   const { rows: inserted } = await pool.query<{ org_id: string; id: string }>({
     name: 'insert_audit_events',
     text: `WITH inserted AS (

@@ -39,8 +39,10 @@ function byEventId(a: RenderedEvent, b: RenderedEvent): number {
 // A template may render its JSON over several lines, which would split one event across NDJSON lines. In valid
 // JSON a raw CR or LF can only be insignificant whitespace between tokens (inside strings they must be escaped),
 // and removing it never joins two tokens that need a separator, so the value stays the same.
+// An envelope (JSON.stringify's output) never holds one: the plain search answers first, the regular expression
+// runs only on a template's output that does.
 function oneLine(json: string): string {
-  return json.replace(/[\r\n]+/g, '');
+  return json.includes('\n') || json.includes('\r') ? json.replace(/[\r\n]+/g, '') : json;
 }
 
 /**

@@ -65,6 +65,7 @@ export async function ingestAuditEvents(
 ): Promise<IngestResult> {
   const parsed = parseAuditEvents(orgId, events, options.single ?? false);
   const receivedAt = new Date();
+  const receivedIso = receivedAt.toISOString();
   const ids: string[] = [];
   const rows = new Map<string, OutboxEvent>();
   for (const event of parsed) {
@@ -87,7 +88,7 @@ export async function ingestAuditEvents(
         context: event.context as Record<string, unknown>,
         changes: event.changes,
         payload: event.payload as Record<string, unknown>,
-        created_at: event.created_at ? new Date(event.created_at).toISOString() : receivedAt.toISOString(),
+        created_at: event.created_at ? new Date(event.created_at).toISOString() : receivedIso,
       },
     });
   }
