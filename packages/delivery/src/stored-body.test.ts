@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { SecretBox } from '@gatehook/core/encryption';
-import { COMPRESS_FROM_BYTES, openBody, sealBody } from './stored-body';
+import { COMPRESS_FROM_LENGTH, openBody, sealBody } from './stored-body';
 
 const box = new SecretBox(randomBytes(32).toString('base64'));
 
@@ -15,7 +15,7 @@ describe('stored bodies', () => {
   it('compresses a batch body before encrypting it, and opens it to the same text', () => {
     const line = (i: number) => JSON.stringify({ type: 'tool.call', timestamp: new Date(0).toISOString(), data: { id: randomUUID(), seq: i, who: 'ünïcode 🎉', payload: { path: '/a\\b', q: '"x"' } } });
     const body = Array.from({ length: 100 }, (_, i) => line(i)).join('\n');
-    expect(body.length).toBeGreaterThan(COMPRESS_FROM_BYTES);
+    expect(body.length).toBeGreaterThan(COMPRESS_FROM_LENGTH);
     const stored = sealBody(box, body);
     expect(stored.length).toBeLessThan(body.length / 2);
     // The stored value never holds the text in the clear.
@@ -24,12 +24,12 @@ describe('stored bodies', () => {
   });
 
   it('opens bodies stored before compression existed, whatever their size', () => {
-    const body = 'x'.repeat(COMPRESS_FROM_BYTES * 3);
+    const body = 'x'.repeat(COMPRESS_FROM_LENGTH * 3);
     expect(openBody(box, box.encrypt(body))).toBe(body);
   });
 
   it('refuses a compressed body whose ciphertext was tampered with', () => {
-    const stored = sealBody(box, 'y'.repeat(COMPRESS_FROM_BYTES * 2));
+    const stored = sealBody(box, 'y'.repeat(COMPRESS_FROM_LENGTH * 2));
     const tampered = `${stored.slice(0, -4)}${stored.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
     expect(() => openBody(box, tampered)).toThrow();
   });

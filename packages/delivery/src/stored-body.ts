@@ -13,12 +13,13 @@ import type { SecretBox } from '@gatehook/core/encryption';
  * encrypting reveals nothing a reader of the database could use: the length of a stored body is all it changes,
  * and nobody who can read the table can also choose what a batch contains and watch its length change.
  */
-export const COMPRESS_FROM_BYTES = 4096;
+/** In string length (UTF-16 units), which is free to read; a batch is far past it whatever its characters. */
+export const COMPRESS_FROM_LENGTH = 4096;
 const COMPRESSED_PREFIX = 'z:';
 
-/** Encrypts a body for storage, deflating it first when it is at least COMPRESS_FROM_BYTES long. */
+/** Encrypts a body for storage, deflating it first when it is at least COMPRESS_FROM_LENGTH long. */
 export function sealBody(box: SecretBox, body: string): string {
-  if (body.length < COMPRESS_FROM_BYTES) return box.encrypt(body);
+  if (body.length < COMPRESS_FROM_LENGTH) return box.encrypt(body);
   // Level 1: nearly all of the saving on such repetitive text, at a fraction of the default level's CPU.
   return `${COMPRESSED_PREFIX}${box.encrypt(deflateRawSync(body, { level: 1 }))}`;
 }
