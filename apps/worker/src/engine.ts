@@ -13,7 +13,7 @@ import { flushBatch } from '@gatehook/delivery/batching';
 import { LocalDispatcher } from '@gatehook/delivery/dispatch';
 import type { EngineContext } from '@gatehook/delivery/fanout';
 import { countsItsStart, fanOutGuarded } from '@gatehook/delivery/fanout-parking';
-import { DeliveryQueues, JOBS, waitingJobId } from '@gatehook/delivery/jobs';
+import { DELIVER_CHUNK, DeliveryQueues, JOBS, waitingJobId } from '@gatehook/delivery/jobs';
 import { WEBHOOKS_TOPIC, WebhookConfigs } from '@gatehook/delivery/webhook-configs';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics';
@@ -84,10 +84,12 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
     onAttempt: ({ durationMs, statusCode, error }) => metrics.attempts.observe({ result: resultClass(statusCode, error) }, durationMs / 1000),
     onFinished: (outcome) => metrics.deliveries.inc({ outcome }),
+    // Every request slot busy and one job's chunk more waiting for them: past that, work waits unleased.
+    maxInProgress: config.DELIVERY_CONCURRENCY + DELIVER_CHUNK,
   };
   const runner = new AttemptRunner(attemptDeps);
   // Fresh deliveries start in the process that fanned them out (one chunk per delivery slot at most).
-  const dispatcher = new LocalDispatcher(runner, queues, config.DELIVERY_CONCURRENCY, logger);
+  const dispatcher = new LocalDispatcher(runner, queues, logger);
   context.local = dispatcher;
 
   const common = { connection: workerConnection, prefix };

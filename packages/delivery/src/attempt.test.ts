@@ -11,7 +11,7 @@ import { WebhookConfigs } from './webhook-configs';
 const db = createDb(TEST_DATABASE_URL, { poolSize: 2 });
 afterAll(() => db.$disconnect());
 
-function deps(limiter: OriginLimiter): AttemptDeps {
+function deps(limiter: OriginLimiter, maxInProgress?: number): AttemptDeps {
   const box = new SecretBox(DEVELOPMENT_ENCRYPTION_KEY);
   return {
     db,
@@ -30,6 +30,7 @@ function deps(limiter: OriginLimiter): AttemptDeps {
     retryAfterCapSeconds: 3600,
     circuitBreakerSeconds: 259200,
     timeoutMs: 1000,
+    ...(maxInProgress === undefined ? {} : { maxInProgress }),
   };
 }
 
@@ -50,3 +51,21 @@ describe('AttemptRunner and a full origin', () => {
     expect(limiter.waitingFor(id)).toBeUndefined();
   });
 });
+
+describe('AttemptRunner and its room', () => {
+  it('waits for places before it leases anything, and gives back the places of deliveries it could not lease', async () => {
+    const runner = new AttemptRunner(deps(new OriginLimiter(10), 2));
+    await runner.admission.take(2); // the process is full
+    const ids = [randomUUID(), randomUUID()]; // in no database: their lease finds nothing
+    const run = runner.run(ids);
+    await waitFor(() => runner.admission.waiting === 1);
+    expect(runner.admission.inUse).toBe(2);
+    runner.admission.give(2);
+    expect(await run).toEqual({ sent: 0, skipped: 2, cancelled: 0, busy: [] });
+    expect(runner.admission.inUse).toBe(0);
+  });
+});
+
+async function waitFor(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setImmediate(resolve));
+}

@@ -2,6 +2,7 @@ import { USER_AGENT } from '@gatehook/core/version';
 import { GroupCommit } from '@gatehook/db/group-commit';
 import { leaseDeliveries, recordAttempts, releaseDeliveries, type AttemptRecord, type LeasedDelivery, type Release } from '@gatehook/db/deliveries';
 import type { SendResult } from '@gatehook/egress/client';
+import { Admission } from './admission';
 import { streakChanges, trippedBreakers } from './circuit-breaker';
 import type { EngineContext } from './fanout';
 import { decideNextState, type WebhookEffect } from './outcome';
@@ -24,6 +25,8 @@ export interface AttemptDeps extends EngineContext {
   timeoutMs: number;
   onAttempt?: (info: { durationMs: number; statusCode: number; error: string | null }) => void;
   onFinished?: (status: 'succeeded' | 'failed') => void;
+  /** Most deliveries held between lease and record at once ({@link Admission}); unbounded when absent. */
+  maxInProgress?: number;
 }
 
 /** The outcome of one job's deliveries: those turned away by a full origin, with when to try each again. */
@@ -79,12 +82,18 @@ type Recorded = AttemptRecord & { orgId: string; webhookId: string; effect: Webh
  */
 export class AttemptRunner {
   private readonly recorder: GroupCommit<Recorded, boolean>;
+  /** Places of deliveries between lease and record; every run takes its places before it leases. */
+  readonly admission: Admission;
 
   constructor(private readonly deps: AttemptDeps) {
     this.recorder = new GroupCommit((items) => this.flush(items), { maxBatch: RECORD_BATCH, maxConcurrent: 2 });
+    this.admission = new Admission(deps.maxInProgress ?? Number.POSITIVE_INFINITY);
   }
 
-  /** Attempts every due delivery among `ids`; deliveries turned away by a full origin are returned to reschedule. */
+  /**
+   * Attempts every due delivery among `ids` once the process has room for them ({@link admission}); deliveries
+   * turned away by a full origin are returned to reschedule.
+   */
   async run(ids: readonly string[]): Promise<AttemptBatchOutcome> {
     const { limiter } = this.deps;
     const outcome: AttemptBatchOutcome = { sent: 0, skipped: 0, cancelled: 0, busy: [] };
@@ -100,12 +109,26 @@ export class AttemptRunner {
       }
     }
     if (due.length === 0) return outcome;
+    await this.admission.take(due.length);
+    const ran = await this.runAdmitted(due);
+    return { ...ran, busy: [...outcome.busy, ...ran.busy] };
+  }
 
+  /** Leases and attempts deliveries whose places in {@link admission} are taken; each place is given back as it ends. */
+  async runAdmitted(ids: readonly string[]): Promise<AttemptBatchOutcome> {
     const now = new Date();
     const window = this.leaseWindow(now);
-    const leased = await leaseDeliveries(this.deps.pool, due, now, window.leaseUntil);
+    let leased: LeasedDelivery[];
+    try {
+      leased = await leaseDeliveries(this.deps.pool, ids, now, window.leaseUntil);
+    } catch (error) {
+      this.admission.give(ids.length);
+      throw error;
+    }
+    // Deliveries already done, leased elsewhere or not yet due take no place.
+    this.admission.give(ids.length - leased.length);
     const ran = await this.runLeased(leased, window.slotDeadline);
-    return { ...ran, skipped: due.length - leased.length, busy: [...outcome.busy, ...ran.busy] };
+    return { ...ran, skipped: ids.length - leased.length };
   }
 
   /**
@@ -116,16 +139,23 @@ export class AttemptRunner {
     return { leaseUntil: new Date(now.getTime() + SLOT_WAIT_MS + this.deps.timeoutMs + LEASE_MARGIN_MS), slotDeadline: now.getTime() + SLOT_WAIT_MS };
   }
 
-  /** Attempts deliveries this process already holds the lease of (taken by {@link run}, or created leased by fan-out). */
+  /**
+   * Attempts deliveries this process already holds the lease of (taken by {@link runAdmitted}, or created leased by
+   * fan-out), each holding its place in {@link admission}, which it gives back once its attempt has ended.
+   */
   async runLeased(leased: readonly LeasedDelivery[], slotDeadline: number): Promise<AttemptBatchOutcome> {
     const outcome: AttemptBatchOutcome = { sent: 0, skipped: 0, cancelled: 0, busy: [] };
     const releases: Release[] = [];
     await Promise.all(
       leased.map(async (delivery) => {
-        const result = await this.attempt(delivery, releases, slotDeadline);
-        if (result === 'sent') outcome.sent += 1;
-        else if (result === 'cancelled') outcome.cancelled += 1;
-        else outcome.busy.push({ id: delivery.id, retryAt: result.busyUntil });
+        try {
+          const result = await this.attempt(delivery, releases, slotDeadline);
+          if (result === 'sent') outcome.sent += 1;
+          else if (result === 'cancelled') outcome.cancelled += 1;
+          else outcome.busy.push({ id: delivery.id, retryAt: result.busyUntil });
+        } finally {
+          this.admission.give(1);
+        }
       }),
     );
     await releaseDeliveries(this.deps.pool, releases);

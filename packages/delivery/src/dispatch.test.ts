@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
+import { Admission } from './admission';
 import type { AttemptBatchOutcome, AttemptRunner } from './attempt';
 import { LocalDispatcher } from './dispatch';
 import { DELIVER_CHUNK, DeliveryQueues } from './jobs';
@@ -15,8 +16,8 @@ afterAll(async () => {
   await redis.quit();
 });
 
-/** A runner whose runs end when the test says so, recording what it was given. */
-function controlledRunner() {
+/** A runner with room for `capacity` deliveries whose runs end when the test says so, recording what it was given. */
+function controlledRunner(capacity = 10) {
   const given: string[][] = [];
   const finish: ((outcome: AttemptBatchOutcome | Error) => void)[] = [];
   const attempts = (ids: readonly string[]) => {
@@ -25,12 +26,16 @@ function controlledRunner() {
       finish.push((outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome)));
     });
   };
+  const admission = new Admission(capacity);
+  // As the real runner: each delivery's place is given back when its run ends.
+  const holding = (ids: readonly string[]) => attempts(ids).finally(() => admission.give(ids.length));
   const runner = {
-    run: attempts,
-    runLeased: (leased: readonly { id: string }[]) => attempts(leased.map((d) => d.id)),
+    admission,
+    runAdmitted: holding,
+    runLeased: (leased: readonly { id: string }[]) => holding(leased.map((d) => d.id)),
     leaseWindow: (now: Date) => ({ leaseUntil: new Date(now.getTime() + 30_000), slotDeadline: now.getTime() + 2000 }),
   } as unknown as AttemptRunner;
-  return { runner, given, finish };
+  return { runner, given, finish, admission };
 }
 
 const queuedIds = async () => (await queues.queue('deliver').getJobs(['waiting', 'delayed'])).flatMap((j) => j.data.deliveryIds as string[]).sort();
@@ -38,22 +43,24 @@ const queuedIds = async () => (await queues.queue('deliver').getJobs(['waiting',
 describe('LocalDispatcher', () => {
   beforeEach(() => queues.queue('deliver').obliterate({ force: true }));
 
-  it('runs fresh deliveries in the process while it has room, and queues them past maxRuns', async () => {
-    const { runner, given, finish } = controlledRunner();
-    const dispatcher = new LocalDispatcher(runner, queues, 1);
-    const [a, b] = [randomUUID(), randomUUID()];
+  it('runs fresh deliveries in the process while the runner has room for them, and queues them past it', async () => {
+    const { runner, given, finish, admission } = controlledRunner(2);
+    const dispatcher = new LocalDispatcher(runner, queues);
+    const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
     await dispatcher.dispatch([a]);
-    await dispatcher.dispatch([b]);
+    await dispatcher.dispatch([b, c]); // one place left: both are queued, not split
     expect(given).toEqual([[a]]);
-    expect(await queuedIds()).toEqual([b]);
+    expect(admission.inUse).toBe(1);
+    expect(await queuedIds()).toEqual([b, c].sort());
     finish[0]!({ sent: 1, skipped: 0, cancelled: 0, busy: [] });
     await dispatcher.close();
     expect(dispatcher.inProgress).toBe(0);
+    expect(admission.inUse).toBe(0);
   });
 
   it('queues what a saturated origin turned away, and everything of a run that failed', async () => {
     const { runner, finish } = controlledRunner();
-    const dispatcher = new LocalDispatcher(runner, queues, 10);
+    const dispatcher = new LocalDispatcher(runner, queues);
     const [busy, sent, lost] = [randomUUID(), randomUUID(), randomUUID()];
     await dispatcher.dispatch([busy, sent]);
     await dispatcher.dispatch([lost]);
@@ -65,7 +72,7 @@ describe('LocalDispatcher', () => {
 
   it('close waits for runs in progress, then sends everything to the queue', async () => {
     const { runner, given, finish } = controlledRunner();
-    const dispatcher = new LocalDispatcher(runner, queues, 10);
+    const dispatcher = new LocalDispatcher(runner, queues);
     await dispatcher.dispatch([randomUUID()]);
     let closed = false;
     const closing = dispatcher.close().then(() => (closed = true));
@@ -79,27 +86,32 @@ describe('LocalDispatcher', () => {
     expect(await queuedIds()).toEqual([late]);
   });
 
-  it('a run claimed before commit starts the deliveries created leased; a claim given back frees its room', async () => {
-    const { runner, given, finish } = controlledRunner();
-    const dispatcher = new LocalDispatcher(runner, queues, 1);
-    const unused = dispatcher.claim(new Date())!;
-    expect(dispatcher.claim(new Date())).toBeNull();
+  it('a run claimed before commit starts the deliveries created leased; places it did not use are given back', async () => {
+    const { runner, given, finish, admission } = controlledRunner(2);
+    const dispatcher = new LocalDispatcher(runner, queues);
+    const unused = dispatcher.claim(new Date(), 2)!;
+    expect(dispatcher.claim(new Date(), 1)).toBeNull();
     unused.cancel();
     unused.cancel(); // twice is once
-    const run = dispatcher.claim(new Date())!;
+    expect(admission.inUse).toBe(0);
+    const run = dispatcher.claim(new Date(), 2)!;
     expect(run.leaseUntil.getTime()).toBeGreaterThan(Date.now());
     const id = randomUUID();
+    // The commit created one of the two deliveries (the other's event was claimed by a racing fan-out).
     run.start([{ id, orgId: randomUUID(), webhookId: randomUUID(), status: 'pending', cycleAttempts: 0, throttledStreak: 0, bodyEncrypted: 'x', contentType: 'application/json', leasedUntil: run.leaseUntil }]);
+    run.cancel(); // after start: gives back nothing its run holds
     expect(given).toEqual([[id]]);
-    await dispatcher.dispatch([randomUUID()]); // no room while it runs: queued
-    expect(await queuedIds()).toHaveLength(1);
+    expect(admission.inUse).toBe(1);
+    await dispatcher.dispatch([randomUUID(), randomUUID()]); // no room for two while it runs: queued
+    expect(await queuedIds()).toHaveLength(2);
     finish[0]!({ sent: 1, skipped: 0, cancelled: 0, busy: [] });
     await dispatcher.close();
+    expect(admission.inUse).toBe(0);
   });
 
   it('more deliveries than a job carries go to the queue in chunks, not to one run', async () => {
     const { runner, given } = controlledRunner();
-    const dispatcher = new LocalDispatcher(runner, queues, 10);
+    const dispatcher = new LocalDispatcher(runner, queues);
     const ids = Array.from({ length: DELIVER_CHUNK + 1 }, () => randomUUID());
     await dispatcher.dispatch(ids);
     expect(given).toEqual([]);

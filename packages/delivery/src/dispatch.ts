@@ -18,38 +18,41 @@ export interface LocalRun {
  * trip through the deliver queue. Nothing is promised on this path that the queue does not keep: every delivery
  * is leased in Postgres before its attempt (so it is never in flight twice, whoever else holds a job for it), and
  * a delivery whose process dies before its attempt is recorded is still pending, and goes back on the queue by the
- * reconciler once its lease has expired. Past `maxRuns` runs in progress, for more than a job's chunk
- * (DELIVER_CHUNK) at once, or once closing, deliveries are queued.
+ * reconciler once its lease has expired. Room is the runner's {@link AttemptRunner.admission}, shared with the
+ * deliver jobs: when it has no place free at once for every delivery, for more than a job's chunk (DELIVER_CHUNK)
+ * at once, or once closing, deliveries are queued.
  */
 export class LocalDispatcher {
   private readonly running = new Set<Promise<void>>();
-  private reserved = 0;
   private closed = false;
 
   constructor(
     private readonly runner: AttemptRunner,
     private readonly queues: DeliveryQueues,
-    private readonly maxRuns: number,
     private readonly logger?: Logger,
   ) {}
 
-  private get full(): boolean {
-    return this.closed || this.running.size + this.reserved >= this.maxRuns;
+  private admit(count: number): boolean {
+    return !this.closed && count <= DELIVER_CHUNK && this.runner.admission.tryTake(count);
   }
 
-  /** Reserves a run for deliveries about to be created (fan-out), or null when they are to be queued. */
-  claim(now: Date): LocalRun | null {
-    if (this.full) return null;
-    this.reserved += 1;
+  /**
+   * Reserves places for `count` deliveries about to be created (fan-out), or null when they are to be queued. The
+   * places of deliveries the commit did not create are given back when the run starts.
+   */
+  claim(now: Date, count: number): LocalRun | null {
+    if (!this.admit(count)) return null;
     const { leaseUntil, slotDeadline } = this.runner.leaseWindow(now);
-    let open = true;
+    // Places still reserved here; those of the deliveries started pass to their run, which gives each back.
+    let held = count;
     const giveBack = () => {
-      if (open) this.reserved -= 1;
-      open = false;
+      this.runner.admission.give(held);
+      held = 0;
     };
     return {
       leaseUntil,
       start: (leased) => {
+        held -= Math.min(held, leased.length);
         giveBack();
         if (leased.length > 0) this.track(this.runner.runLeased(leased, slotDeadline), leased.map((d) => d.id));
       },
@@ -60,8 +63,8 @@ export class LocalDispatcher {
   /** Starts the first attempts of committed deliveries (leasing them), or queues them when there is no room. */
   readonly dispatch = async (deliveryIds: readonly string[]): Promise<void> => {
     if (deliveryIds.length === 0) return;
-    if (this.full || deliveryIds.length > DELIVER_CHUNK) return this.queues.deliverNow(deliveryIds);
-    this.track(this.runner.run(deliveryIds), deliveryIds);
+    if (!this.admit(deliveryIds.length)) return this.queues.deliverNow(deliveryIds);
+    this.track(this.runner.runAdmitted(deliveryIds), deliveryIds);
   };
 
   private track(attempts: Promise<AttemptBatchOutcome>, deliveryIds: readonly string[]): void {

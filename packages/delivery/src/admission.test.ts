@@ -1,0 +1,46 @@
+import { Admission } from './admission';
+
+describe('Admission', () => {
+  it('lets runs in while their places are free, and the next ones in order as places come back', async () => {
+    const admission = new Admission(3);
+    expect(admission.tryTake(2)).toBe(true);
+    const order: string[] = [];
+    const big = admission.take(2).then(() => order.push('big'));
+    const small = admission.take(1).then(() => order.push('small'));
+    // One place is free, but the run of two waits first: the run of one does not overtake it.
+    expect(admission.tryTake(1)).toBe(false);
+    expect(admission.waiting).toBe(2);
+    admission.give(1);
+    await big;
+    expect(order).toEqual(['big']);
+    expect(admission.inUse).toBe(3);
+    admission.give(1);
+    await small;
+    expect(order).toEqual(['big', 'small']);
+    expect(admission.inUse).toBe(3);
+    expect(admission.waiting).toBe(0);
+  });
+
+  it('lets a run larger than the capacity in once nothing else holds a place', async () => {
+    const admission = new Admission(2);
+    expect(admission.tryTake(1)).toBe(true);
+    let admitted = false;
+    const oversized = admission.take(5).then(() => (admitted = true));
+    expect(admission.waiting).toBe(1);
+    expect(admitted).toBe(false);
+    admission.give(1);
+    await oversized;
+    expect(admission.inUse).toBe(5);
+    expect(admission.tryTake(1)).toBe(false);
+    admission.give(5);
+    expect(admission.inUse).toBe(0);
+  });
+
+  it('takes and gives nothing for empty runs, and never counts below zero', () => {
+    const admission = new Admission(1);
+    expect(admission.tryTake(0)).toBe(true);
+    admission.give(3);
+    expect(admission.inUse).toBe(0);
+    expect(admission.tryTake(1)).toBe(true);
+  });
+});
