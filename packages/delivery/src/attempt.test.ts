@@ -3,10 +3,12 @@ import { SecretBox } from '@gatehook/core/encryption';
 import { DEVELOPMENT_ENCRYPTION_KEY } from '@gatehook/core/config';
 import { createDb, sqlPool } from '@gatehook/db/client';
 import { TEST_DATABASE_URL } from '@gatehook/testkit/env';
-import { AttemptRunner, type AttemptDeps } from './attempt';
+import { generateSigningSecret } from '@gatehook/core/signing-secret';
+import { AttemptRunner, prepareRequest, type AttemptDeps, type RunnableDelivery } from './attempt';
 import type { DeliveryQueues } from './jobs';
 import { OriginLimiter } from './origin-limiter';
-import { WebhookConfigs } from './webhook-configs';
+import { sealBody } from './stored-body';
+import { toLiveWebhook, WebhookConfigs } from './webhook-configs';
 
 const db = createDb(TEST_DATABASE_URL, { poolSize: 2 });
 afterAll(() => db.$disconnect());
@@ -69,3 +71,30 @@ describe('AttemptRunner and its room', () => {
 async function waitFor(condition: () => boolean): Promise<void> {
   while (!condition()) await new Promise((resolve) => setImmediate(resolve));
 }
+
+describe('prepareRequest', () => {
+  const box = new SecretBox(DEVELOPMENT_ENCRYPTION_KEY);
+  const webhook = toLiveWebhook(
+    {
+      id: randomUUID(), orgId: randomUUID(), name: 'w', status: 'active', events: ['*'], condition: '', format: 'single', maxEvents: 1, template: '',
+      urlEncrypted: box.encrypt('https://receiver.example/hook'), varsEncrypted: null, headersEncrypted: null, secretEncrypted: box.encrypt(generateSigningSecret()),
+      previousSecretEncrypted: null, previousSecretValidUntil: null, activeSince: new Date(0),
+    },
+    box,
+  );
+  const body = JSON.stringify({ type: 'tool.called', data: { id: randomUUID(), note: 'x'.repeat(5000) } });
+  const delivery: RunnableDelivery = {
+    id: randomUUID(), orgId: webhook.orgId, webhookId: webhook.id, status: 'pending', cycleAttempts: 0, throttledStreak: 0,
+    bodyEncrypted: sealBody(box, body), contentType: 'application/json', leasedUntil: new Date(Date.now() + 10_000),
+  };
+  const now = new Date();
+
+  it('sends the body fan-out has in hand without decrypting the stored copy, byte for byte as the stored copy would', () => {
+    const fromStore = prepareRequest({ box }, webhook, delivery, now);
+    expect(fromStore.body).toBe(body);
+    // A stored value that cannot be opened shows that the body in hand is used as it is.
+    const inHand = prepareRequest({ box }, webhook, { ...delivery, bodyEncrypted: 'not a token', body }, now);
+    expect(inHand).toEqual(fromStore);
+    expect(() => prepareRequest({ box }, webhook, { ...delivery, bodyEncrypted: 'not a token' }, now)).toThrow();
+  });
+});

@@ -47,6 +47,12 @@ export const SLOT_WAIT_MS = 2_000;
 // Most attempt records one statement carries (group commit).
 const RECORD_BATCH = 500;
 
+/**
+ * A leased delivery about to be attempted; `body` is its body in clear when this process has it at hand (fan-out
+ * created the delivery and runs its first attempt), so that it is not decrypted again.
+ */
+export type RunnableDelivery = LeasedDelivery & { body?: string | null };
+
 /** A signed request, ready to send: everything the attempt needs, computed without I/O. */
 export interface PreparedRequest {
   url: string;
@@ -56,8 +62,8 @@ export interface PreparedRequest {
 }
 
 /** Prepares one delivery's request (pure but for decryption): its body, and headers signed with the live secrets. */
-export function prepareRequest(deps: Pick<EngineContext, 'box'>, webhook: LiveWebhook, delivery: LeasedDelivery, now: Date): PreparedRequest {
-  const body = openBody(deps.box, delivery.bodyEncrypted ?? '');
+export function prepareRequest(deps: Pick<EngineContext, 'box'>, webhook: LiveWebhook, delivery: RunnableDelivery, now: Date): PreparedRequest {
+  const body = delivery.body ?? openBody(deps.box, delivery.bodyEncrypted ?? '');
   const secrets = [webhook.secret];
   if (webhook.previousSecret && webhook.previousSecretValidUntil && webhook.previousSecretValidUntil > now) secrets.push(webhook.previousSecret);
   const headers = deliveryHeaders({
@@ -143,7 +149,7 @@ export class AttemptRunner {
    * Attempts deliveries this process already holds the lease of (taken by {@link runAdmitted}, or created leased by
    * fan-out), each holding its place in {@link admission}, which it gives back once its attempt has ended.
    */
-  async runLeased(leased: readonly LeasedDelivery[], slotDeadline: number): Promise<AttemptBatchOutcome> {
+  async runLeased(leased: readonly RunnableDelivery[], slotDeadline: number): Promise<AttemptBatchOutcome> {
     const outcome: AttemptBatchOutcome = { sent: 0, skipped: 0, cancelled: 0, busy: [] };
     const releases: Release[] = [];
     await Promise.all(
@@ -162,7 +168,7 @@ export class AttemptRunner {
     return outcome;
   }
 
-  private async attempt(delivery: LeasedDelivery, releases: Release[], slotDeadline: number): Promise<'sent' | 'cancelled' | { busyUntil: Date }> {
+  private async attempt(delivery: RunnableDelivery, releases: Release[], slotDeadline: number): Promise<'sent' | 'cancelled' | { busyUntil: Date }> {
     const { deps } = this;
     const webhook = await deps.configs.get(delivery.orgId, delivery.webhookId);
     const cancel = !webhook

@@ -7,8 +7,14 @@ import { sealBody } from './stored-body';
 import type { AuditEventData } from './envelope';
 import type { LiveWebhook } from './webhook-configs';
 
+/** A delivery as fan-out prepared it: what is stored, and the body in clear for a first attempt in this process. */
+export interface PreparedDelivery extends NewDelivery {
+  /** Never stored: `bodyEncrypted` is. Null when there is no body. */
+  body: string | null;
+}
+
 export interface PreparedDeliveries {
-  deliveries: NewDelivery[];
+  deliveries: PreparedDelivery[];
   /** Every event failed to render: the webhook is to be disabled with reason template_error. */
   templateBroken: boolean;
 }
@@ -27,14 +33,15 @@ export function prepareDeliveries(
   now: Date,
   envelopes?: Map<string, string>,
 ): PreparedDeliveries {
-  const deliveries: NewDelivery[] = [];
+  const deliveries: PreparedDelivery[] = [];
   const rendered: RenderedEvent[] = [];
-  const failed = (eventId: string, error: string): NewDelivery => ({
+  const failed = (eventId: string, error: string): PreparedDelivery => ({
     id: randomUUID(),
     webhookId: webhook.id,
     eventIds: [eventId],
     status: 'failed',
     bodyEncrypted: null,
+    body: null,
     contentType: null,
     // A render error quotes template text of any length: stored, it goes through the one sanitiser.
     error: sanitiseText(error),
@@ -60,6 +67,7 @@ export function prepareDeliveries(
       eventIds: body.eventIds,
       status: 'pending',
       bodyEncrypted: sealBody(box, body.body),
+      body: body.body,
       contentType: body.contentType,
       error: null,
       nextRetryAt: now,

@@ -1,6 +1,5 @@
 import type { Logger } from '@gatehook/core/logger';
-import type { LeasedDelivery } from '@gatehook/db/deliveries';
-import type { AttemptBatchOutcome, AttemptRunner } from './attempt';
+import type { AttemptBatchOutcome, AttemptRunner, RunnableDelivery } from './attempt';
 import { DELIVER_CHUNK, type DeliveryQueues } from './jobs';
 
 /** A run reserved in this process before its deliveries are committed, so that they can be created leased. */
@@ -8,7 +7,7 @@ export interface LocalRun {
   /** The lease the deliveries are to be created with. */
   leaseUntil: Date;
   /** Starts the attempts of the deliveries created leased until `leaseUntil` (none: the run is given back). */
-  start(leased: readonly LeasedDelivery[]): void;
+  start(leased: readonly RunnableDelivery[]): void;
   /** Gives the run back unused: nothing was committed leased. */
   cancel(): void;
 }

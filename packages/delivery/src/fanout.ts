@@ -2,11 +2,10 @@ import type { SecretBox } from '@gatehook/core/encryption';
 import type { Logger } from '@gatehook/core/logger';
 import { batches, subscribes } from '@gatehook/core/webhook-config';
 import type { Db, Pool } from '@gatehook/db/client';
-import type { NewDelivery } from '@gatehook/db/deliveries';
 import type { AuditEventData } from './envelope';
 import { commitFanout, readPendingEvents } from '@gatehook/db/outbox';
 import { scheduleBatchFlushes } from './batching';
-import { prepareDeliveries } from './deliveries';
+import { prepareDeliveries, type PreparedDelivery } from './deliveries';
 import type { LocalDispatcher } from './dispatch';
 import { DELIVER_CHUNK, type DeliveryQueues } from './jobs';
 import type { WebhookConfigs } from './webhook-configs';
@@ -46,7 +45,7 @@ export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readon
   const events = await readPendingEvents(ctx.pool, orgId, eventIds);
   if (events.length === 0) return { events: 0, deliveries: 0 };
   const envelopes = new Map<string, string>();
-  const deliveries: NewDelivery[] = [];
+  const deliveries: PreparedDelivery[] = [];
   const batchItems: { webhookId: string; eventId: string }[] = [];
   const batched = new Map<string, { count: number; maxEvents: number }>();
   const broken: string[] = [];
@@ -85,7 +84,7 @@ export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readon
   const created = new Set(committed.deliveries);
   const due = deliveries.filter((d) => d.status === 'pending' && created.has(d.id));
   if (local) {
-    local.start(due.map((d) => ({ id: d.id, orgId, webhookId: d.webhookId, status: 'pending', cycleAttempts: 0, throttledStreak: 0, bodyEncrypted: d.bodyEncrypted, contentType: d.contentType, leasedUntil: local.leaseUntil })));
+    local.start(due.map((d) => ({ id: d.id, orgId, webhookId: d.webhookId, status: 'pending', cycleAttempts: 0, throttledStreak: 0, bodyEncrypted: d.bodyEncrypted, body: d.body, contentType: d.contentType, leasedUntil: local.leaseUntil })));
   } else await ctx.queues.deliverNow(due.map((d) => d.id));
   if (committed.claimed.length > 0) {
     for (const webhookId of broken) await disableWebhook(ctx, orgId, webhookId, 'template_error');
