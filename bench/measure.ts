@@ -26,6 +26,20 @@ export function opsPerSecond(fn: () => unknown, seconds: number): number {
   return Math.round((ops / (performance.now() - started)) * 1000);
 }
 
+/** Calls `fn` with `inFlight` calls at a time, each starting once the one before it ended, until `until` (a performance.now()); resolves to the calls made. */
+export async function callsUntil(fn: () => Promise<unknown>, until: number, inFlight: number): Promise<number> {
+  let calls = 0;
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (performance.now() < until) {
+        await fn();
+        calls += 1;
+      }
+    }),
+  );
+  return calls;
+}
+
 /** A throughput figure against its reference, measured back to back. */
 export function throughput(figure: string, unit: string, fn: () => unknown, reference: string, referenceFn: () => unknown, seconds: number): Figure {
   const referenceValue = opsPerSecond(referenceFn, seconds);

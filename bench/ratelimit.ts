@@ -19,7 +19,7 @@ import { CHECK_AND_CONSUME_SHA, RedisCounterStore } from '@gatehook/ratelimit/st
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { startServiceProcess } from '@gatehook/testkit/processes';
-import { opsPerSecond, type Figure } from './measure';
+import { callsUntil, opsPerSecond, type Figure } from './measure';
 
 const ORG = randomUUID();
 const HOUR = 3600;
@@ -44,21 +44,9 @@ const USERS = Array.from({ length: 1000 }, () => randomUUID());
 const CALLS = USERS.map((user_id) => checkRequestSchema.parse({ user_id, tool_key: 'github.create_issue' }));
 
 async function asyncOpsPerSecond(fn: () => Promise<unknown>, seconds: number, inFlight = 1): Promise<number> {
-  const run = async (until: number) => {
-    let ops = 0;
-    await Promise.all(
-      Array.from({ length: inFlight }, async () => {
-        while (performance.now() < until) {
-          await fn();
-          ops += 1;
-        }
-      }),
-    );
-    return ops;
-  };
-  await run(performance.now() + 300);
+  await callsUntil(fn, performance.now() + 300, inFlight);
   const started = performance.now();
-  const ops = await run(started + seconds * 1000);
+  const ops = await callsUntil(fn, started + seconds * 1000, inFlight);
   return Math.round((ops / (performance.now() - started)) * 1000);
 }
 

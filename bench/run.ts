@@ -5,6 +5,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { deliveryFigures } from './delivery';
+import { egressFigures } from './egress';
 import { expressionFigures } from './expressions';
 import { ingestionFigures } from './ingestion';
 import { rateLimitFigures } from './ratelimit';
@@ -19,6 +20,7 @@ const GROUPS: Record<string, (seconds: number) => Figure[] | Promise<Figure[]>> 
   ratelimit: rateLimitFigures,
   ingestion: ingestionFigures,
   delivery: deliveryFigures,
+  egress: egressFigures,
   recover: recoverFigures,
 };
 const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null;
