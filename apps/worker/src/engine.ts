@@ -88,6 +88,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     maxInProgress: config.DELIVERY_CONCURRENCY + DELIVER_CHUNK,
   };
   const runner = new AttemptRunner(attemptDeps);
+  metrics.watchRoom(runner.admission);
   // Fresh deliveries start in the process that fanned them out (one chunk per delivery slot at most).
   const dispatcher = new LocalDispatcher(runner, queues, logger);
   context.local = dispatcher;

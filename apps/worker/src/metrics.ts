@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Pool } from '@gatehook/db/client';
 import { countParkedEvents } from '@gatehook/db/fanout-parking';
 import { registerStatementMetric } from '@gatehook/db/metrics';
+import type { Admission } from '@gatehook/delivery/admission';
 import type { DeliveryQueues, JobName } from '@gatehook/delivery/jobs';
 
 export interface WorkerMetrics {
@@ -10,11 +11,13 @@ export interface WorkerMetrics {
   attempts: Histogram<'result'>;
   reenqueued: Counter<'kind'>;
   fanoutFailures: Counter<'outcome'>;
+  /** Reports the attempt runner's room (set once the runner exists: it reports its attempts here). */
+  watchRoom(admission: Admission): void;
 }
 
 /**
- * Prometheus metrics of one worker process: outcomes, attempt latency, queue depth, reconciler re-enqueues,
- * fan-out failures and the events parked for an operator.
+ * Prometheus metrics of one worker process: outcomes, attempt latency, queue depth, the deliveries it holds and
+ * the runs waiting for room, reconciler re-enqueues, fan-out failures and the events parked for an operator.
  */
 export function createWorkerMetrics(queues: DeliveryQueues, pool: Pool): WorkerMetrics {
   const registry = new Registry();
@@ -65,6 +68,28 @@ export function createWorkerMetrics(queues: DeliveryQueues, pool: Pool): WorkerM
       if (parked !== null) this.set(parked);
     },
   });
+  let room: Admission | null = null;
+  new Gauge({
+    name: 'gatehook_worker_deliveries_in_progress',
+    help: 'Deliveries this worker holds between lease and record (at most DELIVERY_CONCURRENCY + 200)',
+    registers: [registry],
+    collect() {
+      if (room) this.set(room.inUse);
+    },
+  });
+  new Gauge({
+    name: 'gatehook_worker_runs_waiting',
+    help: 'Deliver jobs of this worker waiting for room before they lease their deliveries',
+    registers: [registry],
+    collect() {
+      if (room) this.set(room.waiting);
+    },
+  });
   registerStatementMetric(registry);
-  return { registry, deliveries, attempts, reenqueued, fanoutFailures };
+  return {
+    registry, deliveries, attempts, reenqueued, fanoutFailures,
+    watchRoom(admission) {
+      room = admission;
+    },
+  };
 }

@@ -84,7 +84,7 @@ describe('retention sweep', () => {
 });
 
 describe('metrics', () => {
-  it('the worker exposes delivery outcomes, attempt latency, queue depth and reconciler re-enqueues', async () => {
+  it('the worker exposes delivery outcomes, attempt latency, queue depth, its room and reconciler re-enqueues', async () => {
     const hook = await stack.webhook(receiver, { events: ['policy.created'] });
     await stack.ingest([auditEvent()]);
     await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
@@ -98,6 +98,9 @@ describe('metrics', () => {
       expect(text).toMatch(/^gatehook_attempt_duration_seconds_count\{result="2xx"\} [1-9]/m);
       expect(text).toMatch(/^gatehook_queue_jobs\{queue="deliver",state="waiting"\} \d+/m);
       expect(text).toContain('# TYPE gatehook_reconciler_reenqueued_total counter');
+      // The delivery was recorded: it holds no place any more.
+      expect(text).toMatch(/^gatehook_worker_deliveries_in_progress 0$/m);
+      expect(text).toMatch(/^gatehook_worker_runs_waiting 0$/m);
     } finally {
       server.close();
     }
