@@ -43,4 +43,26 @@ describe('Admission', () => {
     expect(admission.inUse).toBe(0);
     expect(admission.tryTake(1)).toBe(true);
   });
+
+  it('a bounded wait gives up holding nothing, and lets in the runs it kept waiting behind it', async () => {
+    jest.useFakeTimers();
+    try {
+      const admission = new Admission(2);
+      expect(admission.tryTake(1)).toBe(true);
+      const big = admission.takeWithin(2, 1000);
+      let smallIn = false;
+      const small = admission.take(1).then(() => (smallIn = true));
+      expect(admission.waiting).toBe(2);
+      jest.advanceTimersByTime(1000);
+      expect(await big).toBe(false);
+      await small;
+      expect(smallIn).toBe(true);
+      expect(admission.inUse).toBe(2);
+      expect(admission.waiting).toBe(0);
+      admission.give(1);
+      expect(await admission.takeWithin(1, 1000)).toBe(true);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 });

@@ -45,10 +45,39 @@ export class Admission {
     return new Promise((admit) => this.waiters.push({ count, admit }));
   }
 
+  /**
+   * Takes `count` places, waiting in order for at most `ms`: true when taken, false (holding nothing, and no
+   * longer in the line) when the time ran out first.
+   */
+  takeWithin(count: number, ms: number): Promise<boolean> {
+    if (this.tryTake(count)) return Promise.resolve(true);
+    if (ms <= 0) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const waiter = {
+        count,
+        admit: () => {
+          clearTimeout(timer);
+          resolve(true);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        resolve(false);
+        // It may have been the run that kept smaller ones behind it waiting.
+        this.admitWaiters();
+      }, ms);
+      this.waiters.push(waiter);
+    });
+  }
+
   /** Gives back `count` places and lets in the waiters that now fit, oldest first. */
   give(count: number): void {
     if (count <= 0) return;
     this.held = Math.max(0, this.held - count);
+    this.admitWaiters();
+  }
+
+  private admitWaiters(): void {
     while (this.waiters.length > 0 && this.fits(this.waiters[0]!.count)) {
       const next = this.waiters.shift()!;
       this.held += next.count;

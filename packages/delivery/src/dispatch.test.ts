@@ -89,12 +89,11 @@ describe('LocalDispatcher', () => {
   it('a run claimed before commit starts the deliveries created leased; places it did not use are given back', async () => {
     const { runner, given, finish, admission } = controlledRunner(2);
     const dispatcher = new LocalDispatcher(runner, queues);
-    const unused = dispatcher.claim(new Date(), 2)!;
-    expect(dispatcher.claim(new Date(), 1)).toBeNull();
+    const unused = (await dispatcher.claim(2))!;
     unused.cancel();
     unused.cancel(); // twice is once
     expect(admission.inUse).toBe(0);
-    const run = dispatcher.claim(new Date(), 2)!;
+    const run = (await dispatcher.claim(2))!;
     expect(run.leaseUntil.getTime()).toBeGreaterThan(Date.now());
     const id = randomUUID();
     // The commit created one of the two deliveries (the other's event was claimed by a racing fan-out).
@@ -106,6 +105,25 @@ describe('LocalDispatcher', () => {
     expect(await queuedIds()).toHaveLength(2);
     finish[0]!({ sent: 1, skipped: 0, cancelled: 0, busy: [] });
     await dispatcher.close();
+    expect(admission.inUse).toBe(0);
+  });
+
+  it('a fan-out waits for room while runs end, and queues when none comes in time or once closing', async () => {
+    const { runner, finish, admission } = controlledRunner(1);
+    const dispatcher = new LocalDispatcher(runner, queues);
+    await dispatcher.dispatch([randomUUID()]); // holds the one place
+    const waiting = dispatcher.claim(1);
+    expect(admission.waiting).toBe(1);
+    finish[0]!({ sent: 1, skipped: 0, cancelled: 0, busy: [] }); // the run ends: its place passes to the fan-out
+    const run = (await waiting)!;
+    expect(run).not.toBeNull();
+    expect(admission.inUse).toBe(1);
+    // Nothing frees the place now: the next claim gives up after ROOM_WAIT_MS, holding nothing.
+    expect(await dispatcher.claim(1)).toBeNull();
+    expect(admission.waiting).toBe(0);
+    run.cancel();
+    await dispatcher.close();
+    expect(await dispatcher.claim(1)).toBeNull();
     expect(admission.inUse).toBe(0);
   });
 

@@ -2,6 +2,14 @@ import type { Logger } from '@gatehook/core/logger';
 import type { AttemptBatchOutcome, AttemptRunner, RunnableDelivery } from './attempt';
 import { DELIVER_CHUNK, type DeliveryQueues } from './jobs';
 
+/**
+ * Longest a fan-out waits for room to run its fresh deliveries itself before it queues them instead. A saturated
+ * worker frees its 250 places several times a second, so fan-out nearly always gets them and its deliveries keep
+ * the local path (created leased, bodies in hand); the bound keeps a fan-out from waiting behind an endpoint that
+ * holds its places for a whole timeout.
+ */
+export const ROOM_WAIT_MS = 1_000;
+
 /** A run reserved in this process before its deliveries are committed, so that they can be created leased. */
 export interface LocalRun {
   /** The lease the deliveries are to be created with. */
@@ -18,8 +26,9 @@ export interface LocalRun {
  * is leased in Postgres before its attempt (so it is never in flight twice, whoever else holds a job for it), and
  * a delivery whose process dies before its attempt is recorded is still pending, and goes back on the queue by the
  * reconciler once its lease has expired. Room is the runner's {@link AttemptRunner.admission}, shared with the
- * deliver jobs: when it has no place free at once for every delivery, for more than a job's chunk (DELIVER_CHUNK)
- * at once, or once closing, deliveries are queued.
+ * deliver jobs: a fan-out waits up to ROOM_WAIT_MS for places for its deliveries, {@link dispatch} takes them only
+ * when free at once; without them, for more than a job's chunk (DELIVER_CHUNK) at once, or once closing,
+ * deliveries are queued.
  */
 export class LocalDispatcher {
   private readonly running = new Set<Promise<void>>();
@@ -31,17 +40,18 @@ export class LocalDispatcher {
     private readonly logger?: Logger,
   ) {}
 
-  private admit(count: number): boolean {
-    return !this.closed && count <= DELIVER_CHUNK && this.runner.admission.tryTake(count);
-  }
-
   /**
-   * Reserves places for `count` deliveries about to be created (fan-out), or null when they are to be queued. The
-   * places of deliveries the commit did not create are given back when the run starts.
+   * Reserves places for `count` deliveries about to be created (fan-out), waiting up to ROOM_WAIT_MS for them, or
+   * null when they are to be queued instead. The places of deliveries the commit did not create are given back
+   * when the run starts.
    */
-  claim(now: Date, count: number): LocalRun | null {
-    if (!this.admit(count)) return null;
-    const { leaseUntil, slotDeadline } = this.runner.leaseWindow(now);
+  async claim(count: number): Promise<LocalRun | null> {
+    if (this.closed || count > DELIVER_CHUNK || !(await this.runner.admission.takeWithin(count, ROOM_WAIT_MS))) return null;
+    if (this.closed) {
+      this.runner.admission.give(count);
+      return null;
+    }
+    const { leaseUntil, slotDeadline } = this.runner.leaseWindow(new Date());
     // Places still reserved here; those of the deliveries started pass to their run, which gives each back.
     let held = count;
     const giveBack = () => {
@@ -62,7 +72,7 @@ export class LocalDispatcher {
   /** Starts the first attempts of committed deliveries (leasing them), or queues them when there is no room. */
   readonly dispatch = async (deliveryIds: readonly string[]): Promise<void> => {
     if (deliveryIds.length === 0) return;
-    if (!this.admit(deliveryIds.length)) return this.queues.deliverNow(deliveryIds);
+    if (this.closed || deliveryIds.length > DELIVER_CHUNK || !this.runner.admission.tryTake(deliveryIds.length)) return this.queues.deliverNow(deliveryIds);
     this.track(this.runner.runAdmitted(deliveryIds), deliveryIds);
   };
 

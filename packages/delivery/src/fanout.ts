@@ -73,7 +73,7 @@ export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readon
   // Deliveries this process will attempt itself are created leased: their first attempt needs no lease statement.
   // A large fan-out goes to the queue in chunks instead, so that no run holds more than a job would.
   const pending = deliveries.filter((d) => d.status === 'pending').length;
-  const local = pending > 0 && pending <= DELIVER_CHUNK ? (ctx.local?.claim(new Date(), pending) ?? null) : null;
+  const local = pending > 0 && pending <= DELIVER_CHUNK && ctx.local ? await ctx.local.claim(pending) : null;
   let committed: Awaited<ReturnType<typeof commitFanout>>;
   try {
     committed = await commitFanout(ctx.pool, { orgId, eventIds: events.map((e) => e.data.id), now, deliveries, batchItems, leasedUntil: local?.leaseUntil ?? null });
