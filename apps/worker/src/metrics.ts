@@ -79,7 +79,7 @@ export function createWorkerMetrics(queues: DeliveryQueues, pool: Pool): WorkerM
   });
   new Gauge({
     name: 'gatehook_worker_runs_waiting',
-    help: 'Deliver jobs of this worker waiting for room before they lease their deliveries',
+    help: 'Runs of this worker (deliver jobs, fan-outs) waiting for room before their deliveries are leased',
     registers: [registry],
     collect() {
       if (room) this.set(room.waiting);
