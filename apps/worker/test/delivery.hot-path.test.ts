@@ -1,4 +1,5 @@
 import { sqlPool } from '@gatehook/db/client';
+import { DELIVER_CHUNK } from '@gatehook/delivery/jobs';
 import { createTestOrg } from '@gatehook/testkit/api';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 
@@ -85,5 +86,34 @@ describe('exclusive attempts', () => {
     await until(async () => ((await stack.engine.queues.queue('deliver').getJobCounts('wait', 'active', 'delayed')).active === 0 ? true : undefined));
     expect(slow.requests).toHaveLength(1);
     expect(delivery!.attempt_count).toBe(1);
+  });
+});
+
+describe("a worker's room", () => {
+  it('a burst larger than the worker can send waits unleased: leases stay within DELIVERY_CONCURRENCY + one chunk', async () => {
+    // A stack of its own: the deliveries this leaves waiting must not reach the other tests' receivers' counts.
+    const own = await startStack({ DELIVERY_CONCURRENCY: '5', DELIVERY_ORIGIN_CONCURRENCY: '5' });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    try {
+      const held = await own.receiver(async () => {
+        await gate;
+        return { status: 200, body: 'ok' };
+      });
+      const hook = await own.webhook(held, { events: ['policy.created'] });
+      const room = 5 + DELIVER_CHUNK;
+      // Three jobs of 200 (more than one fan-out runs itself): the first is let in, the next waits for room.
+      await own.ingest(Array.from({ length: 3 * DELIVER_CHUNK }, () => auditEvent()));
+      const gauge = async (name: string) => (await own.engine.metrics.registry.getSingleMetric(name)!.get()).values[0]?.value ?? 0;
+      await until(async () => ((await gauge('gatehook_worker_runs_waiting')) >= 1 ? true : undefined));
+      const { rows } = await sqlPool(own.api.db).query<{ n: number }>('SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1 AND leased_until > now()', [hook.id]);
+      expect(rows[0]!.n).toBeGreaterThan(0);
+      expect(rows[0]!.n).toBeLessThanOrEqual(room);
+      expect(await gauge('gatehook_worker_deliveries_in_progress')).toBeLessThanOrEqual(room);
+      expect(held.requests.length).toBeLessThanOrEqual(5);
+    } finally {
+      release();
+      await own.close();
+    }
   });
 });
