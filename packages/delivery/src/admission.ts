@@ -1,7 +1,8 @@
 /**
  * Bounds the deliveries one worker process holds between their lease and their record: a counting semaphore
  * taken by whole runs (a job's chunk, a fan-out's fresh deliveries), in order, and given back one delivery at a
- * time as each attempt is recorded.
+ * time as each attempt is recorded (or as a delivery is turned away or cancelled: its lease goes back with its
+ * run's other releases, in one statement once the run ends, but the delivery no longer costs this process work).
  *
  * Without it a busy process leases far more than it can send before the slot deadline (SLOT_WAIT_MS): 50
  * concurrent jobs of 200 deliveries are 10,000 leased deliveries for 50 requests in flight, and every delivery that
