@@ -9,7 +9,7 @@
  * waits past the deadline is released, re-queued under a job of its own and leased again: three statements and
  * two jobs for nothing. With it, the excess waits where waiting is free: in the queue (the job is not taken) or in
  * the job before its lease. A run larger than the capacity is let in once nothing else holds a place, so it never
- * waits for ever.
+ * waits for ever. The origin limiter's slots are the same semaphore, one place per request.
  */
 export class Admission {
   private held = 0;
@@ -21,6 +21,11 @@ export class Admission {
   /** Places taken now (deliveries leased or about to be, and not yet recorded). */
   get inUse(): number {
     return this.held;
+  }
+
+  /** Whether every place is taken. */
+  get full(): boolean {
+    return this.held >= this.capacity;
   }
 
   /** Runs waiting for their places. */

@@ -1,67 +1,5 @@
 import { LRUCache } from 'lru-cache';
-
-/** A waiter for a slot: resolved true when a slot is handed to it, false when its deadline passes first. */
-interface Waiter {
-  resolve(granted: boolean): void;
-  timer: NodeJS.Timeout;
-}
-
-/**
- * A counting semaphore whose waiters queue in order and give up at a deadline. `release` hands the slot straight
- * to the oldest waiter, so a freed slot is never taken by a newcomer ahead of it.
- */
-class Slots {
-  inUse = 0;
-  // Insertion-ordered: the first is the oldest; a waiter that times out leaves in O(1).
-  private readonly waiters = new Set<Waiter>();
-
-  constructor(private readonly cap: number) {}
-
-  get full(): boolean {
-    return this.inUse >= this.cap;
-  }
-
-  get idle(): boolean {
-    return this.inUse === 0 && this.waiters.size === 0;
-  }
-
-  get waiting(): number {
-    return this.waiters.size;
-  }
-
-  tryTake(): boolean {
-    if (this.full) return false;
-    this.inUse += 1;
-    return true;
-  }
-
-  take(deadline: number): Promise<boolean> {
-    if (this.tryTake()) return Promise.resolve(true);
-    const wait = deadline - Date.now();
-    if (wait <= 0) return Promise.resolve(false);
-    return new Promise<boolean>((resolve) => {
-      const waiter: Waiter = {
-        resolve,
-        timer: setTimeout(() => {
-          this.waiters.delete(waiter);
-          resolve(false);
-        }, wait),
-      };
-      this.waiters.add(waiter);
-    });
-  }
-
-  give(): void {
-    const next = this.waiters.values().next();
-    if (next.done) {
-      this.inUse -= 1;
-      return;
-    }
-    this.waiters.delete(next.value);
-    clearTimeout(next.value.timer);
-    next.value.resolve(true);
-  }
-}
+import { Admission } from './admission';
 
 /** Shortest time a delivery turned away by a full origin stays away. */
 export const MIN_TURN_AWAY_MS = 250;
@@ -83,8 +21,8 @@ const REMEMBERED_ORIGINS = 10_000;
  * that could not get a turn before its deadline is turned away at once instead of holding its run. Per process.
  */
 export class OriginLimiter {
-  private readonly origins = new Map<string, Slots>();
-  private readonly all: Slots;
+  private readonly origins = new Map<string, Admission>();
+  private readonly all: Admission;
   /** Deliveries turned away by a full origin, with that origin: their next turn can be refused without I/O. */
   private readonly waiting = new Map<string, string>();
   /** How many of {@link waiting} wait for each origin. */
@@ -97,13 +35,13 @@ export class OriginLimiter {
     private readonly maxWaiting = 100_000,
     totalCap = Number.POSITIVE_INFINITY,
   ) {
-    this.all = new Slots(totalCap);
+    this.all = new Admission(totalCap);
   }
 
-  private slots(origin: string): Slots {
+  private slots(origin: string): Admission {
     let slots = this.origins.get(origin);
     if (!slots) {
-      slots = new Slots(this.cap);
+      slots = new Admission(this.cap);
       this.origins.set(origin, slots);
     }
     return slots;
@@ -160,8 +98,8 @@ export class OriginLimiter {
   /** Takes a slot of `origin` and one of the process's at once, or neither. */
   tryAcquire(origin: string): boolean {
     const slots = this.slots(origin);
-    if (!slots.tryTake()) return false;
-    if (this.all.tryTake()) return true;
+    if (!slots.tryTake(1)) return false;
+    if (this.all.tryTake(1)) return true;
     this.release(origin, { processSlot: false });
     return false;
   }
@@ -177,8 +115,8 @@ export class OriginLimiter {
     if (slots.full && hold !== undefined && ((slots.waiting + 1) / this.cap) * hold > deadline - Date.now()) {
       return false;
     }
-    if (!(await slots.take(deadline))) return false;
-    if (await this.all.take(deadline)) return true;
+    if (!(await slots.takeWithin(1, deadline - Date.now()))) return false;
+    if (await this.all.takeWithin(1, deadline - Date.now())) return true;
     this.release(origin, { processSlot: false });
     return false;
   }
@@ -194,9 +132,9 @@ export class OriginLimiter {
     }
     const slots = this.origins.get(origin);
     if (slots) {
-      slots.give();
-      if (slots.idle) this.origins.delete(origin);
+      slots.give(1);
+      if (slots.inUse === 0 && slots.waiting === 0) this.origins.delete(origin);
     }
-    if (options.processSlot !== false) this.all.give();
+    if (options.processSlot !== false) this.all.give(1);
   }
 }
