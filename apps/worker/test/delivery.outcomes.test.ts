@@ -2,6 +2,7 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
 import { generateEncryptionKey, SecretBox } from '@gatehook/core/encryption';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { until } from '@gatehook/testkit/until';
 
 let stack: Stack;
 
@@ -129,7 +130,8 @@ describe('responses (SPEC 6.6)', () => {
     await stack.ingest([auditEvent({ action: 'gateway.tool.error', payload: { tool_key: 'x' } })]);
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed');
     expect(delivery!.attempt_count).toBe(1);
-    const webhook = await stack.api.call('GET', `/webhooks/${hook.id}`, { key: stack.org.admin });
+    // The attempt's record commits first and the disable follows it (AttemptRunner.flush): wait for the second.
+    const webhook = await until(() => stack.api.call('GET', `/webhooks/${hook.id}`, { key: stack.org.admin }), (w) => w.body.status !== 'active');
     expect(webhook.body).toMatchObject({ status: 'disabled', disabled_reason: 'gone' });
 
     const notes = await stack.api.call('GET', '/notifications', { key: stack.org.admin });
