@@ -46,6 +46,13 @@ const LEASE_MARGIN_MS = 5_000;
 export const SLOT_WAIT_MS = 2_000;
 // Most attempt records one statement carries (group commit).
 const RECORD_BATCH = 500;
+/**
+ * Under a steady stream a record statement starts at most this often, and carries every attempt finished
+ * meanwhile; after a quiet spell it goes at once. The record comes after the request, so this delays no arrival,
+ * only the stored outcome and the delivery's place in the room (docs/delivery.md, step 5). At 200 single-event
+ * deliveries/s it cut Postgres transactions per event from 2.30 and 2.46 to 1.97 and 2.11 (two runs each).
+ */
+const RECORD_INTERVAL_MS = 20;
 
 /**
  * A leased delivery about to be attempted; `body` is its body in clear when this process has it at hand (fan-out
@@ -92,7 +99,7 @@ export class AttemptRunner {
   readonly admission: Admission;
 
   constructor(private readonly deps: AttemptDeps) {
-    this.recorder = new GroupCommit((items) => this.flush(items), { maxBatch: RECORD_BATCH, maxConcurrent: 2 });
+    this.recorder = new GroupCommit((items) => this.flush(items), { maxBatch: RECORD_BATCH, maxConcurrent: 2, minIntervalMs: RECORD_INTERVAL_MS });
     this.admission = new Admission(deps.maxInProgress ?? Number.POSITIVE_INFINITY);
   }
 
