@@ -65,4 +65,19 @@ describe('Admission', () => {
       jest.useRealTimers();
     }
   });
+
+  it('is full while every place is taken, and idle only when no place is taken and nobody waits', async () => {
+    const admission = new Admission(1);
+    expect(admission.idle).toBe(true);
+    expect(admission.tryTake(1)).toBe(true);
+    expect(admission.full).toBe(true);
+    expect(admission.idle).toBe(false);
+    const next = admission.take(1);
+    admission.give(1); // handed straight to the waiter: still taken
+    await next;
+    expect(admission.idle).toBe(false);
+    admission.give(1);
+    expect(admission.full).toBe(false);
+    expect(admission.idle).toBe(true);
+  });
 });

@@ -28,6 +28,11 @@ export class Admission {
     return this.held >= this.capacity;
   }
 
+  /** Whether no place is taken; nobody waits then either, since a run is let in whenever nothing is held. */
+  get idle(): boolean {
+    return this.held === 0;
+  }
+
   /** Runs waiting for their places. */
   get waiting(): number {
     return this.waiters.length;

@@ -133,7 +133,7 @@ export class OriginLimiter {
     const slots = this.origins.get(origin);
     if (slots) {
       slots.give(1);
-      if (slots.inUse === 0 && slots.waiting === 0) this.origins.delete(origin);
+      if (slots.idle) this.origins.delete(origin);
     }
     if (options.processSlot !== false) this.all.give(1);
   }

@@ -1,6 +1,6 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import type { IncomingHttpHeaders } from 'node:http';
-import { Agent } from 'node:https';
+import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import tls from 'node:tls';
 import got, { type Response } from 'got';
@@ -188,6 +188,21 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
     secureContext,
   });
   const dnsLookup = checkedLookup(opts.allow, opts.lookup ?? systemLookup);
+  // Everything but the headers and body is fixed for the client's lifetime, so got merges it once here instead of
+  // per request. got hands Node its full option set (some 35 keys, most undefined), which Node's request and the
+  // agent's pool key walk on every request; the request function passes on only what this client sets. Together
+  // about a seventh less CPU per POST than per-request options (docs/delivery.md, step 5, "The request").
+  const http = got.extend({
+    throwHttpErrors: false,
+    followRedirect: false,
+    retry: { limit: 0 },
+    timeout: { request: opts.timeoutMs },
+    agent: { https: agent },
+    dnsLookup,
+    enableUnixSockets: false,
+    request: (url: URL, native: RequestOptions) =>
+      httpsRequest(url, { method: native.method, headers: native.headers, agent: native.agent, lookup: native.lookup }),
+  });
   let closed = false;
 
   async function send(req: SendRequest): Promise<SendResult> {
@@ -217,17 +232,7 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
     if (isIP(host) !== 0 && !classifyAddress(host, opts.allow).allowed) return result(0, 'blocked_address');
 
     return new Promise<SendResult>((resolve) => {
-      const stream = got.stream.post(url, {
-        headers: { ...req.headers, 'user-agent': opts.userAgent },
-        body: req.body,
-        throwHttpErrors: false,
-        followRedirect: false,
-        retry: { limit: 0 },
-        timeout: { request: opts.timeoutMs },
-        agent: { https: agent },
-        dnsLookup,
-        enableUnixSockets: false,
-      });
+      const stream = http.stream.post(url, { headers: { ...req.headers, 'user-agent': opts.userAgent }, body: req.body });
 
       let response: Response | undefined;
       const kept: Buffer[] = [];
