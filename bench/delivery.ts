@@ -5,8 +5,8 @@
 // sign it with the project's signing function and POST it over keep-alive HTTPS to the same receiver.
 //  1. end-to-end `single` deliveries/s (POST /audit-events → 2xx at the receiver), 1 worker process, with the
 //     CPU ms and Postgres round trips each delivery cost (bench/cost.ts);
-//  2. ingest → receiver latency p50/p99 at 200 single-event requests/s (open loop), and the highest rate of a
-//     sweep at which p99 stays within 250 ms;
+//  2. ingest → receiver latency p50/p99 at 200 single-event requests/s (open loop), where it goes (three stages,
+//     from the instants the database keeps), and the highest rate of a sweep at which p99 stays within 250 ms;
 //  3. `ndjson` with max_events 100: events/s;
 //  4. 20 healthy webhooks' p99 at 200 events/s, next to the same with a 21st endpoint that never answers; and the
 //     same pair at 25 events/s (500 deliveries/s, well within what one worker delivers here), where isolation is
@@ -19,7 +19,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AuditEventData } from '@gatehook/core/audit-event';
 import { USER_AGENT } from '@gatehook/core/version';
 import { issueApiKey } from '@gatehook/db/api-keys';
-import { createDb, type Db } from '@gatehook/db/client';
+import { createDb, sqlPool, type Db } from '@gatehook/db/client';
 import { CONTENT_TYPES, packBodies } from '@gatehook/delivery/bodies';
 import { renderEnvelope } from '@gatehook/delivery/envelope';
 import { deliveryHeaders } from '@gatehook/delivery/signing';
@@ -349,14 +349,20 @@ function bareFeed(sender: BareSender, receiver: CountingReceiver) {
   };
 }
 
+/** An event of an open loop and when its request started (performance.now() of this process). */
+interface Sent {
+  id: string;
+  sent: number;
+}
+
 /**
  * Open loop: `fire` is called `rate` times a second on schedule, whether or not earlier calls have finished, and
  * resolves to the event ids it started and when. Resolves once every call has.
  */
-async function openLoop(rate: number, seconds: number, fire: () => Promise<string[]>): Promise<{ id: string; sent: number }[]> {
+async function openLoop(rate: number, seconds: number, fire: () => Promise<string[]>): Promise<Sent[]> {
   const total = Math.round(rate * seconds);
   const started = performance.now();
-  const calls: Promise<{ id: string; sent: number }[]>[] = [];
+  const calls: Promise<Sent[]>[] = [];
   for (let i = 0; i < total; i += 1) {
     const wait = started + (i * 1000) / rate - performance.now();
     if (wait > 1) await sleep(wait);
@@ -367,17 +373,52 @@ async function openLoop(rate: number, seconds: number, fire: () => Promise<strin
 }
 
 /**
- * Latencies (ms, ascending) from each event's start to its first arrival at each receiver, over `seconds` of an
- * open loop after a warm-up. An event that never arrives counts as Infinity, so a loss shows in the percentiles.
+ * The events of `seconds` of an open loop after a warm-up, once each has arrived at every receiver (or 30 s have
+ * passed): `latencies` (ms, ascending) from each event's start to its first arrival at each receiver, an event
+ * that never arrives counting as Infinity so that a loss shows in the percentiles, and the events themselves.
  */
-export async function arrivalLatencies(receivers: CountingReceiver[], rate: number, seconds: number, fire: () => Promise<string[]>): Promise<number[]> {
+async function timedArrivals(receivers: CountingReceiver[], rate: number, seconds: number, fire: () => Promise<string[]>): Promise<{ latencies: number[]; sent: Sent[] }> {
   const settle = async (sent: { id: string }[]) => {
     await waitUntil(() => receivers.every((r) => sent.every((s) => r.arrivals.has(s.id))), 30_000);
   };
   await settle(await openLoop(rate, latencyWarmupMs(seconds) / 1000, fire));
   const sent = await openLoop(rate, seconds, fire);
   await settle(sent);
-  return receivers.flatMap((r) => sent.map((s) => (r.arrivals.get(s.id) ?? Infinity) - s.sent)).sort((a, b) => a - b);
+  const latencies = receivers.flatMap((r) => sent.map((s) => (r.arrivals.get(s.id) ?? Infinity) - s.sent)).sort((a, b) => a - b);
+  return { latencies, sent };
+}
+
+/** {@link timedArrivals}'s latencies. */
+export async function arrivalLatencies(receivers: CountingReceiver[], rate: number, seconds: number, fire: () => Promise<string[]>): Promise<number[]> {
+  return (await timedArrivals(receivers, rate, seconds, fire)).latencies;
+}
+
+/**
+ * Where an event's ingest → receiver time goes, split at the instants the stack records: its delivery's
+ * `created_at` (fan-out's start) and its first attempt's `at` (the request's turn has come), between the request's
+ * start and the arrival. Per stage, ms ascending, for the events of `orgId` (one webhook) that arrived; the stages
+ * add up to each event's latency (every clock is this machine's).
+ */
+async function latencyStages(db: Db, orgId: string, receiver: CountingReceiver, sent: readonly Sent[]): Promise<Record<'ingest' | 'fanout' | 'send', number[]>> {
+  const since = new Date(performance.timeOrigin + Math.min(...sent.map((s) => s.sent)) - 1000);
+  const { rows } = await sqlPool(db).query<{ id: string; fanned: number; attempted: number | null }>({
+    text: `SELECT de.id::text AS id, date_part('epoch', d.created_at) * 1000 AS fanned,
+             (SELECT date_part('epoch', min(a.at)) * 1000 FROM delivery_attempts a WHERE a.delivery_id = d.id) AS attempted
+           FROM deliveries d CROSS JOIN LATERAL unnest(d.event_ids) AS de(id)
+           WHERE d.org_id = $1 AND d.created_at >= $2 AND de.id = ANY($3::uuid[])`,
+    values: [orgId, since, sent.map((s) => s.id)],
+  });
+  const startedAt = new Map(sent.map((s) => [s.id, performance.timeOrigin + s.sent]));
+  const stages = { ingest: [] as number[], fanout: [] as number[], send: [] as number[] };
+  for (const row of rows) {
+    const arrived = receiver.arrivals.get(row.id);
+    if (arrived === undefined || row.attempted === null) continue;
+    stages.ingest.push(row.fanned - startedAt.get(row.id)!);
+    stages.fanout.push(row.attempted - row.fanned);
+    stages.send.push(performance.timeOrigin + arrived - row.attempted);
+  }
+  for (const values of Object.values(stages)) values.sort((a, b) => a - b);
+  return stages;
 }
 
 export const ms = (value: number) => Number(value.toFixed(2));
@@ -449,11 +490,25 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
       figures.cost.push(...costFigures(cost!, delivered, Number((bareCpuMs / Math.max(1, bareRequests)).toFixed(3))));
 
       // Latency once the stack is warm (figure 1 ran first): a fresh process's first seconds are not its steady state.
-      const ingested = await arrivalLatencies([receiver], LATENCY_RATE, seconds, () => single.ingest(1));
+      const timed = await timedArrivals([receiver], LATENCY_RATE, seconds, () => single.ingest(1));
+      const ingested = timed.latencies;
       const bare = await arrivalLatencies([receiver], LATENCY_RATE, seconds, () => bareSingle.send());
       bareP99 = ms(percentile(bare, 99));
       for (const p of [50, 99]) {
         figures.latency.push(figure(`ingest → receiver latency p${p} at ${LATENCY_RATE} single-event requests/s, single (1 worker; bar for p99: 100 ms; lower is better)`, ms(percentile(ingested, p)), 'ms', `bare render + sign + HTTPS POST p${p} at ${LATENCY_RATE} req/s, start → arrival`, ms(percentile(bare, p))));
+      }
+      // Where that latency goes: each stage's p50 as a share of the whole's p50, with its p99 beside it.
+      const stages = await latencyStages(rig.db, single.orgId, receiver, timed.sent);
+      const stageNames = {
+        ingest: 'start → fan-out started (the API parses and commits; the enqueue, merged for up to 10 ms; BullMQ hands the job over)',
+        fanout: 'fan-out started → first attempt started (events read, rendered, sealed; deliveries committed; a place and an origin slot)',
+        send: 'first attempt started → arrival (signing, the HTTPS POST)',
+      } as const;
+      for (const [stage, name] of Object.entries(stageNames) as [keyof typeof stageNames, string][]) {
+        figures.latency.push({
+          ...figure(`ingest → receiver at ${LATENCY_RATE} single-event requests/s, p50 of one stage: ${name} (lower is better)`, ms(percentile(stages[stage], 50)), 'ms', 'ingest → receiver p50, same events', ms(percentile(ingested, 50))),
+          note: `p99 ${ms(percentile(stages[stage], 99))} ms over ${stages[stage].length} events`,
+        });
       }
       const sweep = await sustainableRate(receiver, seconds, () => single.ingest(1));
       figures.latency.push({
