@@ -10,7 +10,7 @@
 //  3. `ndjson` with max_events 100: events/s;
 //  4. 20 healthy webhooks' p99 at 200 events/s, next to the same with a 21st endpoint that never answers; and the
 //     same pair at 25 events/s (500 deliveries/s, well within what one worker delivers here), where isolation is
-//     measured unsaturated;
+//     measured unsaturated; and the deliveries/s the 20 sustain together, next to the 4,000/s that 200 events/s ask;
 //  5. 2 worker processes against 1.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
@@ -80,7 +80,12 @@ export async function waitUntil(done: () => boolean, timeoutMs: number): Promise
 // Every body is envelopes (one, or one per ndjson line), each starting with its type, timestamp and data.id.
 const EVENT_ID = /"data":\{"id":"([0-9a-f-]{36})"/g;
 
-export interface CountingReceiver {
+/** What the throughput measurements read of a receiver: how many distinct events have arrived. */
+interface Arrived {
+  arrivals: { readonly size: number };
+}
+
+export interface CountingReceiver extends Arrived {
   url(path?: string): string;
   /** performance.now() of the first arrival of each distinct event id. */
   arrivals: Map<string, number>;
@@ -99,6 +104,14 @@ export async function countingReceiver(hang = false): Promise<CountingReceiver> 
     return { status: 200 };
   });
   return { url: receiver.url, arrivals, close: () => receiver.close() };
+}
+
+/**
+ * Several receivers that each get every event, counted as one: an event counts by the share of them it has
+ * reached, so throughput measured on it is events/s, and × the number of receivers is deliveries/s.
+ */
+function together(receivers: readonly CountingReceiver[]): Arrived {
+  return { arrivals: { get size() { return receivers.reduce((sum, r) => sum + r.arrivals.size, 0) / receivers.length; } } };
 }
 
 // --- the stack: API and worker processes on a fresh database and a private Redis ------------------------------
@@ -291,7 +304,7 @@ type WindowProbe = () => Promise<(arrived: number) => Promise<void>>;
  * pipeline busy until told to stop. `feed` returns how many events it handed over, so the caller can wait for
  * the backlog to drain and the next measurement starts on an idle stack. `probe` sees the window itself.
  */
-async function arrivalsPerSecond(receiver: CountingReceiver, seconds: number, feed: (running: () => boolean) => Promise<number>, probe?: WindowProbe): Promise<number> {
+async function arrivalsPerSecond(receiver: Arrived, seconds: number, feed: (running: () => boolean) => Promise<number>, probe?: WindowProbe): Promise<number> {
   let running = true;
   const fed = feed(() => running);
   // A feed that fails early is reported by the `await fed` below, not as an unhandled rejection meanwhile.
@@ -315,7 +328,7 @@ async function arrivalsPerSecond(receiver: CountingReceiver, seconds: number, fe
 }
 
 /** Keeps up to `backlog` ingested events undelivered, `eventsPerRequest` per POST from `clients` clients. */
-function ingestFeed(org: Org, receiver: CountingReceiver, eventsPerRequest: number, backlog: number, clients = 4) {
+function ingestFeed(org: Org, receiver: Arrived, eventsPerRequest: number, backlog: number, clients = 4) {
   return async (running: () => boolean) => {
     const base = receiver.arrivals.size;
     let accepted = 0;
@@ -547,6 +560,8 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
     for (const r of healthy) await isolated.webhook(r.url('/isolated'));
     const lightWithout = await arrivalLatencies(healthy, ISOLATION_LIGHT_RATE, seconds, () => isolated.ingest(1));
     const without = await arrivalLatencies(healthy, ISOLATION_RATE, seconds, () => isolated.ingest(1));
+    // What the 20 sustain at saturation, against what 200 events/s ask of them (10-event requests keep the feed cheap).
+    const saturated = HEALTHY_ENDPOINTS * (await arrivalsPerSecond(together(healthy), seconds, ingestFeed(isolated, together(healthy), 10, 200)));
     await isolated.webhook((await rig.receiver(true)).url('/never'));
     const lightWith = await arrivalLatencies(healthy, ISOLATION_LIGHT_RATE, seconds, () => isolated.ingest(1));
     const withHang = await arrivalLatencies(healthy, ISOLATION_RATE, seconds, () => isolated.ingest(1));
@@ -557,6 +572,7 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
       figure(`${label(ISOLATION_RATE)} ${hang}`, ms(percentile(withHang, 99)), 'ms', 'same webhooks p99 without it, same run', ms(percentile(without, 99))),
       figure(`${label(ISOLATION_LIGHT_RATE)} (1 worker; lower is better)`, ms(percentile(lightWithout, 99)), 'ms', `bare render + sign + HTTPS POST p99 at ${LATENCY_RATE} req/s, one receiver, same run`, bareP99),
       figure(`${label(ISOLATION_LIGHT_RATE)} ${hang}`, ms(percentile(lightWith, 99)), 'ms', 'same webhooks p99 without it, same run', ms(percentile(lightWithout, 99))),
+      figure(`${HEALTHY_ENDPOINTS} healthy webhooks' deliveries/s at saturation, one event each per POST (1 worker)`, Math.round(saturated), 'deliveries/s', `what ${ISOLATION_RATE} events/s ask of them (${ISOLATION_RATE} × ${HEALTHY_ENDPOINTS})`, ISOLATION_RATE * HEALTHY_ENDPOINTS),
     );
     return [...figures.throughput, ...figures.cost, ...figures.latency, ...figures.ndjson, ...figures.isolation, ...figures.workers];
   });
