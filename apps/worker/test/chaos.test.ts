@@ -14,6 +14,9 @@ const EVENTS = Number(process.env.CHAOS_EVENTS ?? 2000);
 const BATCH = 10;
 /** No ingestion request may take longer than this, whatever is broken behind the API. */
 const ANSWER_BOUND_MS = 10_000;
+/** A batch the API did not accept is sent again, as a gateway would, this many times at most, RESEND_GAP_MS apart. */
+const RESENDS = 40;
+const RESEND_GAP_MS = 250;
 
 let db: Db;
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -106,40 +109,78 @@ async function runOnServers(name: string, plan: ChaosPlan, redis: Chaos['redis']
     });
     if (created.status !== 201) throw new Error(`webhook create: ${created.status}`);
     const committed = plan.before ? await plan.before(c) : [];
-    const { accepted, answers } = await ingestStream(() => c.api.port, key, (i) => plan.during(c, i));
+    const stream = await ingestStream(() => c.api.port, key, (i) => plan.during(c, i));
     await Promise.all(c.background);
-    await expectAllDelivered(name, receiver, [...committed, ...accepted]);
+    // Once the chaos is over, every batch that was not accepted is sent again with the same event ids, as a gateway
+    // would: ingestion is idempotent on id, so a batch that was committed but not answered (the API killed
+    // mid-request) is not delivered twice for it, and every event of the stream ends up accepted.
+    const resent = await resendRefused(() => c.api.port, key, stream);
+    const accepted = new Set([...stream.accepted, ...resent.accepted]);
+    expect(accepted.size).toBe(stream.answers.length * BATCH);
+    await expectAllDelivered(`${name} (${stream.refused.size} of ${stream.answers.length} batches sent again)`, receiver, [...committed, ...accepted]);
     // Whatever broke, the API refused with 503 or was not there at all: never another 5xx.
-    expect(answers.filter((a) => a.status >= 500 && a.status !== 503)).toEqual([]);
-    return answers;
+    expect([...stream.answers, ...resent.answers].filter((a) => a.status >= 500 && a.status !== 503)).toEqual([]);
+    return stream.answers;
   } finally {
     await Promise.allSettled([c.api.kill(), c.worker.kill(), receiver.close(), store.close()]);
   }
 }
 
+/** The stream's events of one batch, and what the API answered to it. */
+interface Sent {
+  accepted: string[];
+  answers: Answer[];
+  /** Batches not accepted, by batch index: their events, to be sent again unchanged. */
+  refused: Map<number, unknown[]>;
+}
+
+/** POSTs one batch; its answer, with the accepted ids when the API answered 202. */
+async function postBatch(port: number, key: string, batch: number, events: unknown[]): Promise<Answer & { ids?: string[] }> {
+  try {
+    const r = await fetch(`http://127.0.0.1:${port}/audit-events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ events }),
+      signal: AbortSignal.timeout(ANSWER_BOUND_MS),
+    });
+    const body = (await r.json().catch(() => ({}))) as { ids?: string[]; error?: { code: string } };
+    return { batch, status: r.status, ...(body.error ? { code: body.error.code } : {}), ...(r.status === 202 ? { ids: body.ids! } : {}) };
+  } catch {
+    // The API was down for this batch, or did not answer in time.
+    return { batch, status: 0 };
+  }
+}
+
 /**
- * Sends events in batches; returns the ids that were answered 202 (the only ones the promise covers) and every
- * answer. A batch answered otherwise was not accepted: a real client would retry it, and it is not counted.
+ * Sends events in batches; returns the ids that were answered 202 (the only ones the promise covers), every
+ * answer, and the batches answered otherwise (not accepted: a real client sends them again, see resendRefused).
  */
-async function ingestStream(port: () => number, key: string, onBatch: (index: number) => Promise<void>): Promise<{ accepted: string[]; answers: Answer[] }> {
-  const accepted: string[] = [];
-  const answers: Answer[] = [];
+async function ingestStream(port: () => number, key: string, onBatch: (index: number) => Promise<void>): Promise<Sent> {
+  const sent: Sent = { accepted: [], answers: [], refused: new Map() };
   for (let i = 0; i < EVENTS / BATCH; i += 1) {
     await onBatch(i);
     const events = Array.from({ length: BATCH }, () => auditEvent({ id: randomUUID(), action: 'gateway.tool.called', payload: { tool_key: 'chaos' } }));
-    try {
-      const r = await fetch(`http://127.0.0.1:${port()}/audit-events`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ events }),
-        signal: AbortSignal.timeout(ANSWER_BOUND_MS),
-      });
-      const body = (await r.json().catch(() => ({}))) as { ids?: string[]; error?: { code: string } };
-      if (r.status === 202) accepted.push(...body.ids!);
-      answers.push({ batch: i, status: r.status, ...(body.error ? { code: body.error.code } : {}) });
-    } catch {
-      // The API was down for this batch, or did not answer in time.
-      answers.push({ batch: i, status: 0 });
+    const { ids, ...answer } = await postBatch(port(), key, i, events);
+    sent.answers.push(answer);
+    if (ids) sent.accepted.push(...ids);
+    else sent.refused.set(i, events);
+  }
+  return sent;
+}
+
+/** Sends each refused batch again, unchanged, until the API accepts it (RESENDS tries at most); the ids accepted. */
+async function resendRefused(port: () => number, key: string, stream: Sent): Promise<{ accepted: string[]; answers: Answer[] }> {
+  const accepted: string[] = [];
+  const answers: Answer[] = [];
+  for (const [batch, events] of stream.refused) {
+    for (let attempt = 0; attempt < RESENDS; attempt += 1) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, RESEND_GAP_MS));
+      const { ids, ...answer } = await postBatch(port(), key, batch, events);
+      answers.push(answer);
+      if (ids) {
+        accepted.push(...ids);
+        break;
+      }
     }
   }
   return { accepted, answers };
