@@ -126,7 +126,7 @@ async function runOnServers(name: string, plan: ChaosPlan, redis: Chaos['redis']
   }
 }
 
-/** The stream's events of one batch, and what the API answered to it. */
+/** What a stream sent: the ids accepted, the API's answer to each batch, and the batches it did not accept. */
 interface Sent {
   accepted: string[];
   answers: Answer[];
