@@ -115,10 +115,10 @@ describe('GET /webhooks', () => {
 
 describe('PATCH /webhooks/{id}', () => {
   it('changes only the fields present and records a diff without secret values', async () => {
-    const created = await create({ ...base, vars: { A: 'a1', B: 'b1' }, headers: { 'X-One': 'h1', 'X-Two': 'h2' } });
+    const created = await create({ ...base, vars: { A: 'secret-a1', B: 'secret-b1' }, headers: { 'X-One': 'secret-h1', 'X-Two': 'secret-h2' } });
     const r = await api.call('PATCH', `/webhooks/${created.id}`, {
       key: org.admin,
-      body: { name: 'Renamed', max_events: 10, format: 'array', vars: { A: '', C: 'c1' }, headers: { 'X-One': 'h1-new' } },
+      body: { name: 'Renamed', max_events: 10, format: 'array', vars: { A: '', C: 'secret-c1' }, headers: { 'X-One': 'secret-h1-new' } },
     });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ name: 'Renamed', max_events: 10, format: 'array', events: base.events, url: created.url });
@@ -126,8 +126,8 @@ describe('PATCH /webhooks/{id}', () => {
     expect(r.body.headers).toEqual({ 'X-One': '' });
 
     const row = await api.db.webhook.findUniqueOrThrow({ where: { id: created.id } });
-    expect(box.decryptMap(row.varsEncrypted!)).toEqual({ A: 'a1', C: 'c1' });
-    expect(box.decryptMap(row.headersEncrypted!)).toEqual({ 'X-One': 'h1-new' });
+    expect(box.decryptMap(row.varsEncrypted!)).toEqual({ A: 'secret-a1', C: 'secret-c1' });
+    expect(box.decryptMap(row.headersEncrypted!)).toEqual({ 'X-One': 'secret-h1-new' });
     expect(box.decrypt(row.urlEncrypted)).toBe(base.url);
 
     const updated = (await auditEvents(created.id)).filter((e) => e.action === 'webhook.updated');
@@ -139,8 +139,9 @@ describe('PATCH /webhooks/{id}', () => {
       { field: 'vars', old: ['A', 'B'], new: ['A', 'C'] },
       { field: 'headers', old: ['X-One', 'X-Two'], new: ['X-One'] },
     ]);
+    // Secret values are not hex, so no id in the event can contain one by chance ("c1" once matched a uuid).
     const text = JSON.stringify(updated);
-    for (const secret of ['a1', 'b1', 'c1', 'h1', 'h2']) expect(text).not.toContain(`"${secret}`);
+    for (const secret of ['secret-a1', 'secret-b1', 'secret-c1', 'secret-h1', 'secret-h2']) expect(text).not.toContain(`"${secret}`);
   });
 
   it('keeps the URL when blank, replaces it when given, and audits masks only', async () => {
