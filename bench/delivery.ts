@@ -560,7 +560,8 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
     for (const r of healthy) await isolated.webhook(r.url('/isolated'));
     // What the 20 sustain at saturation, against what 200 events/s ask of them (10-event requests keep the feed
     // cheap). It runs first, so that both latency pairs below come after it alike.
-    const saturated = HEALTHY_ENDPOINTS * (await arrivalsPerSecond(together(healthy), seconds, ingestFeed(isolated, together(healthy), 10, 200)));
+    const all = together(healthy);
+    const saturated = HEALTHY_ENDPOINTS * (await arrivalsPerSecond(all, seconds, ingestFeed(isolated, all, 10, 200)));
     const lightWithout = await arrivalLatencies(healthy, ISOLATION_LIGHT_RATE, seconds, () => isolated.ingest(1));
     const without = await arrivalLatencies(healthy, ISOLATION_RATE, seconds, () => isolated.ingest(1));
     await isolated.webhook((await rig.receiver(true)).url('/never'));
