@@ -8,7 +8,7 @@ import type { Db } from '@gatehook/db/client';
 import { InvalidationBus, publishInvalidation } from '@gatehook/cache/invalidation';
 import { sqlPool } from '@gatehook/db/client';
 import { AttemptRunner, type AttemptDeps } from '@gatehook/delivery/attempt';
-import { OriginLimiter } from '@gatehook/delivery/origin-limiter';
+import { SendScheduler } from '@gatehook/delivery/scheduler/send-scheduler';
 import { flushBatch } from '@gatehook/delivery/batching';
 import { LocalDispatcher } from '@gatehook/delivery/dispatch';
 import type { EngineContext } from '@gatehook/delivery/fanout';
@@ -38,6 +38,8 @@ export interface Engine {
 }
 
 const RETENTION_INTERVAL_MS = 3_600_000;
+/** Deliver jobs a worker takes at once per send slot; the room (Admission) bounds what they lease. */
+const DELIVER_JOBS_PER_SLOT = 4;
 
 function resultClass(statusCode: number, error: string | null): string {
   if (statusCode === 0) return 'error';
@@ -77,7 +79,11 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
   const attemptDeps: AttemptDeps = {
     ...context,
     send: (request) => egress.send(request),
-    limiter: new OriginLimiter(config.DELIVERY_ORIGIN_CONCURRENCY, 100_000, config.DELIVERY_CONCURRENCY),
+    scheduler: new SendScheduler({
+      slots: config.DELIVERY_CONCURRENCY,
+      endpointMax: config.DELIVERY_ENDPOINT_CONCURRENCY,
+      originMax: config.DELIVERY_ORIGIN_CONCURRENCY,
+    }),
     retrySchedule: config.DELIVERY_RETRY_SCHEDULE,
     retryAfterCapSeconds: config.RETRY_AFTER_CAP_SECONDS,
     circuitBreakerSeconds: config.CIRCUIT_BREAKER_SECONDS,
@@ -116,21 +122,22 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     new Worker(
       'deliver',
       async (job: Job, token?: string) => {
-        const { deliveryIds } = JOBS.deliver.parse(job.data);
-        const outcome = await runner.run(deliveryIds);
-        // Deliveries turned away by a saturated origin come back when it can take them, holding no slot, each
-        // under its one waiting job: this job, when it is that job (it moves back to the delayed set), else a job of
-        // its own.
+        const { deliveryIds, orgId } = JOBS.deliver.parse(job.data);
+        const outcome = await runner.run(deliveryIds, orgId ?? '');
+        // Deliveries turned away by a full webhook come back when it can take them, holding no slot, each under its
+        // one waiting job: this job, when it is that job (it moves back to the delayed set), else a job of its own.
         const own = outcome.busy.find((b) => job.id === waitingJobId(b.id));
-        await queues.deliverLater(outcome.busy.filter((b) => b !== own).map((b) => ({ id: b.id, dueAt: b.retryAt })));
+        await queues.deliverLater(outcome.busy.filter((b) => b !== own).map((b) => ({ id: b.id, dueAt: b.retryAt })), orgId);
         if (own) {
           await job.moveToDelayed(own.retryAt.getTime(), token);
           throw new DelayedError();
         }
         return { sent: outcome.sent, skipped: outcome.skipped, cancelled: outcome.cancelled, busy: outcome.busy.length };
       },
-      // The lock outlasts the request timeout, so a job is never considered stalled while its request runs.
-      { ...common, concurrency: config.DELIVERY_CONCURRENCY, lockDuration: config.DELIVERY_TIMEOUT_MS + 5_000 },
+      // The lock outlasts the request timeout, so a job is never considered stalled while its request runs. Jobs
+      // taken wait for room fairly by organisation (Admission), holding only their ids: taking several jobs per
+      // slot keeps one organisation's backlog of jobs from keeping another's job in Redis.
+      { ...common, concurrency: config.DELIVERY_CONCURRENCY * DELIVER_JOBS_PER_SLOT, lockDuration: config.DELIVERY_TIMEOUT_MS + 5_000 },
     ),
     createTaskWorker(
       {

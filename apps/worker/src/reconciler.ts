@@ -58,13 +58,13 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: num
       nextRetryAt: { lt: new Date(now - grace.deliveriesMs) },
       OR: [{ leasedUntil: null }, { leasedUntil: { lt: new Date(now) } }],
     },
-    select: { id: true },
+    select: { id: true, orgId: true },
     orderBy: { nextRetryAt: 'asc' },
     take: LIMIT,
   });
   // Under each delivery's one waiting job: a delivery still waiting on a busy origin (its job alive, its
   // next_retry_at old) gets no second job, however many rounds see it overdue.
-  await deps.queues.deliverLater(deliveries.map((d) => ({ id: d.id, dueAt: new Date(now) })));
+  await deps.queues.deliverLater(deliveries.map((d) => ({ id: d.id, dueAt: new Date(now), orgId: d.orgId })));
 
   const batches = await deps.db.batchItem.findMany({
     where: { createdAt: { lt: new Date(now - deps.batchLingerMs - grace.eventsMs) } },

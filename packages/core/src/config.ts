@@ -38,7 +38,10 @@ const envSchema = z.object({
   DELIVERY_RETRY_SCHEDULE: retrySchedule.default([0, 5, 300, 1800, 7200, 18000, 36000, 36000]),
   DELIVERY_TIMEOUT_MS: integer(100, 600_000).default(15000),
   DELIVERY_CONCURRENCY: integer(1, 10_000).default(50),
-  DELIVERY_ORIGIN_CONCURRENCY: integer(1, 10_000).default(10),
+  /** Most requests one webhook may have in flight per worker process; its adaptive limit moves below it. */
+  DELIVERY_ENDPOINT_CONCURRENCY: integer(1, 10_000).default(50),
+  /** Optional ceiling of requests in flight per origin per worker process; 0: none (CONTRACT 15). */
+  DELIVERY_ORIGIN_CONCURRENCY: integer(0, 10_000).default(0),
   BATCH_LINGER_MS: integer(0, 600_000).default(1000),
   CIRCUIT_BREAKER_SECONDS: integer(1).default(259200),
   SECRET_ROTATION_OVERLAP_SECONDS: integer(0).default(86400),

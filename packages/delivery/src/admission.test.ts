@@ -80,4 +80,41 @@ describe('Admission', () => {
     expect(admission.full).toBe(false);
     expect(admission.idle).toBe(true);
   });
+
+  it('shares places fairly between keys: a burst of one organisation\'s runs does not keep another\'s out', async () => {
+    const admission = new Admission(4);
+    expect(admission.tryTake(4, 'A')).toBe(true);
+    const order: string[] = [];
+    const burst = [1, 2, 3, 4].map((n) => admission.take(1, 'A').then(() => order.push(`A${n}`)));
+    const other = admission.take(1, 'B').then(() => order.push('B1'));
+    admission.give(1, 'A'); // A holds 3, B none: B's run goes first though A's came earlier
+    await other;
+    expect(order).toEqual(['B1']);
+    admission.give(1, 'A');
+    await burst[0];
+    expect(order).toEqual(['B1', 'A1']);
+    expect(admission.heldOf('A')).toBe(3);
+    expect(admission.heldOf('B')).toBe(1);
+    admission.give(3, 'A');
+    admission.give(1, 'B');
+    await Promise.all(burst);
+    expect(order).toEqual(['B1', 'A1', 'A2', 'A3', 'A4']);
+  });
+
+  it('the run chosen next is not overtaken while it waits for enough places', async () => {
+    const admission = new Admission(4);
+    expect(admission.tryTake(3, 'A')).toBe(true);
+    const order: string[] = [];
+    const big = admission.take(4, 'B').then(() => order.push('B4'));
+    const small = admission.take(1, 'C').then(() => order.push('C1'));
+    admission.give(1, 'A'); // two places free, B's run of four does not fit, and C's run of one waits behind it
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual([]);
+    admission.give(2, 'A');
+    await big;
+    expect(order).toEqual(['B4']);
+    admission.give(4, 'B');
+    await small;
+    expect(order).toEqual(['B4', 'C1']);
+  });
 });

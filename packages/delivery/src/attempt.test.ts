@@ -6,14 +6,14 @@ import { TEST_DATABASE_URL } from '@gatehook/testkit/env';
 import { generateSigningSecret } from '@gatehook/core/signing-secret';
 import { AttemptRunner, prepareRequest, type AttemptDeps, type RunnableDelivery } from './attempt';
 import type { DeliveryQueues } from './jobs';
-import { OriginLimiter } from './origin-limiter';
+import { SendScheduler } from './scheduler/send-scheduler';
 import { sealBody } from './stored-body';
 import { toLiveWebhook, WebhookConfigs } from './webhook-configs';
 
 const db = createDb(TEST_DATABASE_URL, { poolSize: 2 });
 afterAll(() => db.$disconnect());
 
-function deps(limiter: OriginLimiter, maxInProgress?: number): AttemptDeps {
+function deps(scheduler: SendScheduler, maxInProgress?: number): AttemptDeps {
   const box = new SecretBox(DEVELOPMENT_ENCRYPTION_KEY);
   return {
     db,
@@ -27,7 +27,7 @@ function deps(limiter: OriginLimiter, maxInProgress?: number): AttemptDeps {
     send: async () => {
       throw new Error('nothing is sent in these tests');
     },
-    limiter,
+    scheduler,
     retrySchedule: [0, 5, 300, 1800, 7200, 18000, 36000, 36000],
     retryAfterCapSeconds: 3600,
     circuitBreakerSeconds: 259200,
@@ -36,27 +36,29 @@ function deps(limiter: OriginLimiter, maxInProgress?: number): AttemptDeps {
   };
 }
 
-describe('AttemptRunner and a full origin', () => {
-  it('turns a delivery that already waits for a full origin away again without reading the database', async () => {
-    const limiter = new OriginLimiter(1);
-    const runner = new AttemptRunner(deps(limiter));
+describe('AttemptRunner and a full webhook', () => {
+  it('turns a delivery that already waits for a full webhook away again without reading the database', async () => {
+    const scheduler = new SendScheduler({ slots: 10, endpointMax: 1, originMax: 0 });
+    const runner = new AttemptRunner(deps(scheduler));
     const id = randomUUID(); // in no database: a lease would find nothing and count it skipped
-    limiter.noteWaiting(id, 'https://dead.example');
-    expect(limiter.tryAcquire('https://dead.example')).toBe(true);
+    const webhookId = randomUUID();
+    scheduler.noteWaiting(id, webhookId);
+    const turn = await scheduler.acquire({ orgId: randomUUID(), webhookId, origin: 'https://dead.example' }, Date.now() + 1000);
+    expect(turn).not.toBeNull();
     const outcome = await runner.run([id]);
     expect(outcome).toMatchObject({ sent: 0, skipped: 0, cancelled: 0 });
     expect(outcome.busy.map((b) => b.id)).toEqual([id]);
     expect(outcome.busy[0]!.retryAt.getTime()).toBeGreaterThan(Date.now());
-    // Once the origin has a free slot the delivery takes its turn through the database, and stops waiting.
-    limiter.release('https://dead.example');
+    // Once the webhook has a free slot the delivery takes its turn through the database, and stops waiting.
+    turn!.release();
     expect(await runner.run([id])).toEqual({ sent: 0, skipped: 1, cancelled: 0, busy: [] });
-    expect(limiter.waitingFor(id)).toBeUndefined();
+    expect(scheduler.waitingFor(id)).toBeUndefined();
   });
 });
 
 describe('AttemptRunner and its room', () => {
   it('waits for places before it leases anything, and gives back the places of deliveries it could not lease', async () => {
-    const runner = new AttemptRunner(deps(new OriginLimiter(10), 2));
+    const runner = new AttemptRunner(deps(new SendScheduler({ slots: 10, endpointMax: 10, originMax: 0 }), 2));
     await runner.admission.take(2); // the process is full
     const ids = [randomUUID(), randomUUID()]; // in no database: their lease finds nothing
     const run = runner.run(ids);

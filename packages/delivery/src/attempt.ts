@@ -6,7 +6,7 @@ import { Admission } from './admission';
 import { streakChanges, trippedBreakers } from './circuit-breaker';
 import type { EngineContext } from './fanout';
 import { decideNextState, type WebhookEffect } from './outcome';
-import type { OriginLimiter } from './origin-limiter';
+import type { SendScheduler, SendTurn } from './scheduler/send-scheduler';
 import { deliveryHeaders } from './signing';
 import { openBody } from './stored-body';
 import type { LiveWebhook } from './webhook-configs';
@@ -17,7 +17,8 @@ export type Sender = (request: { url: string; headers: Record<string, string>; b
 
 export interface AttemptDeps extends EngineContext {
   send: Sender;
-  limiter: OriginLimiter;
+  /** The worker's send slots, shared fairly between organisations and webhooks. */
+  scheduler: SendScheduler;
   retrySchedule: readonly number[];
   retryAfterCapSeconds: number;
   circuitBreakerSeconds: number;
@@ -29,7 +30,7 @@ export interface AttemptDeps extends EngineContext {
   maxInProgress?: number;
 }
 
-/** The outcome of one job's deliveries: those turned away by a full origin, with when to try each again. */
+/** The outcome of one job's deliveries: those turned away by a full webhook, with when to try each again. */
 export interface AttemptBatchOutcome {
   sent: number;
   skipped: number;
@@ -40,7 +41,7 @@ export interface AttemptBatchOutcome {
 // Time after the request's timeout to record its outcome; a lease past this means the worker died mid-attempt.
 const LEASE_MARGIN_MS = 5_000;
 /**
- * Longest a leased delivery waits in this process for a slot of its origin (and of the process) before it is
+ * Longest a leased delivery waits in this process for a send slot (its webhook's and the process's) before it is
  * turned away to come back later. The lease covers this wait, so a delivery is never in flight twice.
  */
 export const SLOT_WAIT_MS = 2_000;
@@ -90,7 +91,7 @@ type Recorded = AttemptRecord & { orgId: string; webhookId: string; effect: Webh
 /**
  * Makes the next attempts of deliveries (SPEC 3.1, 6.6; CONTRACT 5) as claim → prepare → send → record:
  * one statement leases and reads every delivery of the job; each request is prepared from the cached webhook
- * configuration and sent under the per-origin cap; its record joins the group commit that writes the attempt rows,
+ * configuration and sent when the scheduler gives it a slot; its record joins the group commit that writes the attempt rows,
  * the deliveries' next states and the webhooks' failure streaks of every concurrent attempt in one statement.
  */
 export class AttemptRunner {
@@ -104,43 +105,44 @@ export class AttemptRunner {
   }
 
   /**
-   * Attempts every due delivery among `ids` once the process has room for them ({@link admission}); deliveries
-   * turned away by a full origin are returned to reschedule.
+   * Attempts every due delivery among `ids` once the process has room for them ({@link admission}, shared fairly
+   * between `roomKey`s: the organisation of the deliveries); deliveries turned away by a full webhook are returned
+   * to reschedule.
    */
-  async run(ids: readonly string[]): Promise<AttemptBatchOutcome> {
-    const { limiter } = this.deps;
+  async run(ids: readonly string[], roomKey = ''): Promise<AttemptBatchOutcome> {
+    const { scheduler } = this.deps;
     const outcome: AttemptBatchOutcome = { sent: 0, skipped: 0, cancelled: 0, busy: [] };
-    // A delivery already turned away by an origin that is still full waits again without touching the database:
+    // A delivery already turned away by a webhook that is still full waits again without touching the database:
     // a dead endpoint's backlog must not cost the healthy ones a lease, a read and a release every bounce.
     const due: string[] = [];
     for (const id of ids) {
-      const origin = limiter.waitingFor(id);
-      if (origin !== undefined && limiter.isFull(origin)) outcome.busy.push({ id, retryAt: limiter.retryAt(origin) });
+      const webhookId = scheduler.waitingFor(id);
+      if (webhookId !== undefined && scheduler.isFull(webhookId)) outcome.busy.push({ id, retryAt: scheduler.retryAt(webhookId) });
       else {
-        limiter.doneWaiting(id);
+        scheduler.doneWaiting(id);
         due.push(id);
       }
     }
     if (due.length === 0) return outcome;
-    await this.admission.take(due.length);
-    const ran = await this.runAdmitted(due);
+    await this.admission.take(due.length, roomKey);
+    const ran = await this.runAdmitted(due, roomKey);
     return { ...ran, busy: [...outcome.busy, ...ran.busy] };
   }
 
   /** Leases and attempts deliveries whose places in {@link admission} are taken; each place is given back as it ends. */
-  async runAdmitted(ids: readonly string[]): Promise<AttemptBatchOutcome> {
+  async runAdmitted(ids: readonly string[], roomKey = ''): Promise<AttemptBatchOutcome> {
     const now = new Date();
     const window = this.leaseWindow(now);
     let leased: LeasedDelivery[];
     try {
       leased = await leaseDeliveries(this.deps.pool, ids, now, window.leaseUntil);
     } catch (error) {
-      this.admission.give(ids.length);
+      this.admission.give(ids.length, roomKey);
       throw error;
     }
     // Deliveries already done, leased elsewhere or not yet due take no place.
-    this.admission.give(ids.length - leased.length);
-    const ran = await this.runLeased(leased, window.slotDeadline);
+    this.admission.give(ids.length - leased.length, roomKey);
+    const ran = await this.runLeased(leased, window.slotDeadline, roomKey);
     return { ...ran, skipped: ids.length - leased.length };
   }
 
@@ -156,7 +158,7 @@ export class AttemptRunner {
    * Attempts deliveries this process already holds the lease of (taken by {@link runAdmitted}, or created leased by
    * fan-out), each holding its place in {@link admission}, which it gives back once its attempt has ended.
    */
-  async runLeased(leased: readonly RunnableDelivery[], slotDeadline: number): Promise<AttemptBatchOutcome> {
+  async runLeased(leased: readonly RunnableDelivery[], slotDeadline: number, roomKey = ''): Promise<AttemptBatchOutcome> {
     const outcome: AttemptBatchOutcome = { sent: 0, skipped: 0, cancelled: 0, busy: [] };
     const releases: Release[] = [];
     await Promise.all(
@@ -167,7 +169,7 @@ export class AttemptRunner {
           else if (result === 'cancelled') outcome.cancelled += 1;
           else outcome.busy.push({ id: delivery.id, retryAt: result.busyUntil });
         } finally {
-          this.admission.give(1);
+          this.admission.give(1, roomKey);
         }
       }),
     );
@@ -191,16 +193,19 @@ export class AttemptRunner {
       return 'cancelled';
     }
 
-    // The turn comes first (in order, within SLOT_WAIT_MS); the request is signed when it has come.
-    if (!(await deps.limiter.acquire(webhook.origin, slotDeadline))) {
+    // The turn comes first (fairly, within SLOT_WAIT_MS); the request is signed when it has come.
+    const turn: SendTurn | null = await deps.scheduler.acquire({ orgId: delivery.orgId, webhookId: webhook.id, origin: webhook.origin }, slotDeadline);
+    if (!turn) {
       releases.push({ id: delivery.id, lease: delivery.leasedUntil });
-      // The time it comes back counts the deliveries already waiting for the origin, not itself.
-      const busyUntil = deps.limiter.retryAt(webhook.origin);
-      deps.limiter.noteWaiting(delivery.id, webhook.origin);
+      // The time it comes back counts the deliveries already waiting for the webhook, not itself.
+      const busyUntil = deps.scheduler.retryAt(webhook.id);
+      deps.scheduler.noteWaiting(delivery.id, webhook.id);
       return { busyUntil };
     }
     const startedAt = new Date();
     let result: SendResult;
+    // What the scheduler learns of the receiver: nothing when the request was never sent.
+    let answered: SendResult | undefined;
     try {
       let request: PreparedRequest;
       try {
@@ -214,8 +219,9 @@ export class AttemptRunner {
         // The sender reports failures as results; an exception is a bug there, recorded as a network error.
         (): SendResult => ({ statusCode: 0, error: 'network_error', durationMs: Date.now() - startedAt.getTime(), responseSnippet: '', retryAfter: null }),
       );
+      answered = result;
     } finally {
-      deps.limiter.release(webhook.origin, { heldMs: Date.now() - startedAt.getTime() });
+      turn.release(answered);
     }
     deps.onAttempt?.({ durationMs: result.durationMs, statusCode: result.statusCode, error: result.error });
 
@@ -238,7 +244,7 @@ export class AttemptRunner {
       effect: next.webhookEffect,
       next: { status: next.status, cycleAttempts: next.cycleAttempts, throttledStreak: next.throttledStreak, nextRetryAt: next.nextRetryAt, error: next.error },
     });
-    if (applied && next.nextRetryAt) await deps.queues.deliver(delivery.id, next.nextRetryAt);
+    if (applied && next.nextRetryAt) await deps.queues.deliver(delivery.id, next.nextRetryAt, delivery.orgId);
     if (applied && (next.status === 'succeeded' || next.status === 'failed')) deps.onFinished?.(next.status);
     return 'sent';
   }

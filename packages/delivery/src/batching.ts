@@ -58,7 +58,7 @@ export async function flushBatch(ctx: EngineContext, webhookId: string, knownOrg
     const taken = await commitBatch(ctx.pool, { orgId, webhookId, eventIds, now, deliveries: prepared.deliveries });
     if (!taken) return { deliveries: total }; // another flush took these entries
     const due = prepared.deliveries.filter((d) => d.status === 'pending').map((d) => d.id);
-    await dispatchDeliveries(ctx, due);
+    await dispatchDeliveries(ctx, due, orgId);
     total += due.length;
     if (prepared.templateBroken) {
       await disableWebhook(ctx, orgId, webhookId, 'template_error');

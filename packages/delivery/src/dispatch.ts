@@ -45,17 +45,17 @@ export class LocalDispatcher {
    * null when they are to be queued instead. The places of deliveries the commit did not create are given back
    * when the run starts.
    */
-  async claim(count: number): Promise<LocalRun | null> {
-    if (this.closed || count > DELIVER_CHUNK || !(await this.runner.admission.takeWithin(count, ROOM_WAIT_MS))) return null;
+  async claim(count: number, orgId = ''): Promise<LocalRun | null> {
+    if (this.closed || count > DELIVER_CHUNK || !(await this.runner.admission.takeWithin(count, ROOM_WAIT_MS, orgId))) return null;
     if (this.closed) {
-      this.runner.admission.give(count);
+      this.runner.admission.give(count, orgId);
       return null;
     }
     const { leaseUntil, slotDeadline } = this.runner.leaseWindow(new Date());
     // Places still reserved here; those of the deliveries started pass to their run, which gives each back.
     let held = count;
     const giveBack = () => {
-      this.runner.admission.give(held);
+      this.runner.admission.give(held, orgId);
       held = 0;
     };
     return {
@@ -63,27 +63,27 @@ export class LocalDispatcher {
       start: (leased) => {
         held -= Math.min(held, leased.length);
         giveBack();
-        if (leased.length > 0) this.track(this.runner.runLeased(leased, slotDeadline), leased.map((d) => d.id));
+        if (leased.length > 0) this.track(this.runner.runLeased(leased, slotDeadline, orgId), leased.map((d) => d.id), orgId);
       },
       cancel: giveBack,
     };
   }
 
   /** Starts the first attempts of committed deliveries (leasing them), or queues them when there is no room. */
-  readonly dispatch = async (deliveryIds: readonly string[]): Promise<void> => {
+  readonly dispatch = async (deliveryIds: readonly string[], orgId = ''): Promise<void> => {
     if (deliveryIds.length === 0) return;
-    if (this.closed || deliveryIds.length > DELIVER_CHUNK || !this.runner.admission.tryTake(deliveryIds.length)) return this.queues.deliverNow(deliveryIds);
-    this.track(this.runner.runAdmitted(deliveryIds), deliveryIds);
+    if (this.closed || deliveryIds.length > DELIVER_CHUNK || !this.runner.admission.tryTake(deliveryIds.length, orgId)) return this.queues.deliverNow(deliveryIds, orgId);
+    this.track(this.runner.runAdmitted(deliveryIds, orgId), deliveryIds, orgId);
   };
 
-  private track(attempts: Promise<AttemptBatchOutcome>, deliveryIds: readonly string[]): void {
+  private track(attempts: Promise<AttemptBatchOutcome>, deliveryIds: readonly string[], orgId: string): void {
     const run: Promise<void> = attempts
-      // Deliveries turned away by a saturated origin come back at its pace, each under its one waiting job.
-      .then((outcome) => this.queues.deliverLater(outcome.busy.map((b) => ({ id: b.id, dueAt: b.retryAt }))))
+      // Deliveries turned away by a full webhook come back at its pace, each under its one waiting job.
+      .then((outcome) => this.queues.deliverLater(outcome.busy.map((b) => ({ id: b.id, dueAt: b.retryAt })), orgId))
       .catch(async (error: unknown) => {
         this.logger?.warn({ deliveries: deliveryIds.length, err: (error as Error).message }, 'local run failed; the deliveries go on the queue');
         // Leases still held make those attempts wait; the reconciler covers whatever this cannot enqueue.
-        await this.queues.deliverNow(deliveryIds).catch(() => undefined);
+        await this.queues.deliverNow(deliveryIds, orgId).catch(() => undefined);
       })
       .finally(() => this.running.delete(run));
     this.running.add(run);
@@ -102,6 +102,6 @@ export class LocalDispatcher {
 }
 
 /** Hands committed, due deliveries to their first attempt: in this process when it can, else the deliver queue. */
-export function dispatchDeliveries(ctx: { local?: LocalDispatcher | undefined; queues: DeliveryQueues }, deliveryIds: readonly string[]): Promise<void> {
-  return ctx.local ? ctx.local.dispatch(deliveryIds) : ctx.queues.deliverNow(deliveryIds);
+export function dispatchDeliveries(ctx: { local?: LocalDispatcher | undefined; queues: DeliveryQueues }, deliveryIds: readonly string[], orgId: string): Promise<void> {
+  return ctx.local ? ctx.local.dispatch(deliveryIds, orgId) : ctx.queues.deliverNow(deliveryIds, orgId);
 }

@@ -73,7 +73,7 @@ export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readon
   // Deliveries this process will attempt itself are created leased: their first attempt needs no lease statement.
   // A large fan-out goes to the queue in chunks instead, so that no run holds more than a job would.
   const pending = deliveries.filter((d) => d.status === 'pending').length;
-  const local = pending > 0 && pending <= DELIVER_CHUNK && ctx.local ? await ctx.local.claim(pending) : null;
+  const local = pending > 0 && pending <= DELIVER_CHUNK && ctx.local ? await ctx.local.claim(pending, orgId) : null;
   let committed: Awaited<ReturnType<typeof commitFanout>>;
   try {
     committed = await commitFanout(ctx.pool, { orgId, eventIds: events.map((e) => e.data.id), now, deliveries, batchItems, leasedUntil: local?.leaseUntil ?? null });
@@ -85,7 +85,7 @@ export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readon
   const due = deliveries.filter((d) => d.status === 'pending' && created.has(d.id));
   if (local) {
     local.start(due.map((d) => ({ id: d.id, orgId, webhookId: d.webhookId, status: 'pending', cycleAttempts: 0, throttledStreak: 0, bodyEncrypted: d.bodyEncrypted, body: d.body, contentType: d.contentType, leasedUntil: local.leaseUntil })));
-  } else await ctx.queues.deliverNow(due.map((d) => d.id));
+  } else await ctx.queues.deliverNow(due.map((d) => d.id), orgId);
   if (committed.claimed.length > 0) {
     for (const webhookId of broken) await disableWebhook(ctx, orgId, webhookId, 'template_error');
     // The buffers this call added to: its own rest, or a full batch whose events a racing call partly claimed.

@@ -43,7 +43,11 @@ export const JOBS = {
    * Make the next attempt of deliveries: a chunk of fresh deliveries of one fan-out (one lease statement for all),
    * or one delivery whose retry is due (retries stay individual jittered delayed jobs).
    */
-  deliver: z.object({ deliveryIds: z.array(z.uuid()).min(1).max(DELIVER_CHUNK) }),
+  deliver: z.object({
+    deliveryIds: z.array(z.uuid()).min(1).max(DELIVER_CHUNK),
+    /** The organisation of the deliveries: the worker's room is shared fairly by it (absent in older jobs). */
+    orgId: z.uuid().optional(),
+  }),
   /** Take the next step (one page) of a recover or replay task (CONTRACT 11; packages/delivery/src/tasks.ts). */
   task: z.object({ taskId: z.uuid() }),
 } as const;
@@ -79,6 +83,11 @@ function deliverJobId(deliveryId: string, dueAt: Date): string {
  */
 export function waitingJobId(deliveryId: string): string {
   return `d.${deliveryId}.wait`;
+}
+
+/** A deliver job's data: the deliveries, and their organisation when the producer knows it. */
+function deliverData(deliveryIds: string[], orgId: string | undefined): JobData<'deliver'> {
+  return orgId ? { deliveryIds, orgId } : { deliveryIds };
 }
 
 /** An audit event committed to the outbox, to be fanned out. */
@@ -169,8 +178,8 @@ export class DeliveryQueues {
    * Schedules an attempt of a delivery at `dueAt`. The id names the delivery and its due time, so the same
    * attempt is never queued twice, while a new due time (next retry, manual retry) gets its own job.
    */
-  async deliver(deliveryId: string, dueAt: Date): Promise<void> {
-    const data: JobData<'deliver'> = { deliveryIds: [deliveryId] };
+  async deliver(deliveryId: string, dueAt: Date, orgId?: string): Promise<void> {
+    const data = deliverData([deliveryId], orgId);
     await this.queues.deliver.add('deliver', data, {
       jobId: deliverJobId(deliveryId, dueAt),
       delay: Math.max(0, dueAt.getTime() - Date.now()),
@@ -183,22 +192,22 @@ export class DeliveryQueues {
    * busy origin has one job whatever the reconciler does. The waiting job itself, turned away again, moves back to
    * the delayed set (apps/worker/src/engine.ts). Failed for good, it is removed: it never blocks the next copy.
    */
-  async deliverLater(deliveries: readonly { id: string; dueAt: Date }[]): Promise<void> {
+  async deliverLater(deliveries: readonly { id: string; dueAt: Date; orgId?: string }[], orgId?: string): Promise<void> {
     if (deliveries.length === 0) return;
     await this.queues.deliver.addBulk(
       deliveries.map((d) => ({
         name: 'deliver',
-        data: { deliveryIds: [d.id] } satisfies JobData<'deliver'>,
+        data: deliverData([d.id], d.orgId ?? orgId),
         opts: { jobId: waitingJobId(d.id), delay: Math.max(0, d.dueAt.getTime() - Date.now()), removeOnFail: true },
       })),
     );
   }
 
   /** Schedules the first attempts of fresh deliveries, due now, in chunks: one job (and one lease) per chunk. */
-  async deliverNow(deliveryIds: readonly string[]): Promise<void> {
+  async deliverNow(deliveryIds: readonly string[], orgId?: string): Promise<void> {
     const jobs = [];
     for (let i = 0; i < deliveryIds.length; i += DELIVER_CHUNK) {
-      const data: JobData<'deliver'> = { deliveryIds: deliveryIds.slice(i, i + DELIVER_CHUNK) };
+      const data = deliverData(deliveryIds.slice(i, i + DELIVER_CHUNK), orgId);
       jobs.push({ name: 'deliver', data });
     }
     if (jobs.length > 0) await this.queues.deliver.addBulk(jobs);
@@ -208,13 +217,13 @@ export class DeliveryQueues {
    * Schedules a recover or replay task's deliveries at their send slots: one job (and one lease) per slot, delayed
    * until it, behind live jobs ({@link TASK_DELIVER_PRIORITY}).
    */
-  async deliverScheduled(slots: readonly { ids: readonly string[]; dueAt: Date }[]): Promise<void> {
+  async deliverScheduled(slots: readonly { ids: readonly string[]; dueAt: Date }[], orgId?: string): Promise<void> {
     const now = Date.now();
     const jobs = [];
     for (const slot of slots) {
       const opts: JobsOptions = { delay: Math.max(0, slot.dueAt.getTime() - now), priority: TASK_DELIVER_PRIORITY };
       for (let i = 0; i < slot.ids.length; i += DELIVER_CHUNK) {
-        const data: JobData<'deliver'> = { deliveryIds: slot.ids.slice(i, i + DELIVER_CHUNK) };
+        const data = deliverData(slot.ids.slice(i, i + DELIVER_CHUNK), orgId);
         jobs.push({ name: 'deliver', data, opts });
       }
     }

@@ -252,7 +252,7 @@ async function stepClaimed(deps: TaskDeps, task: WebhookTask, now: Date, leaseUn
   // Each slot is one job, delayed until its slot and queued behind live traffic. A job lost with Redis (or never
   // added: this worker died here) leaves its deliveries pending with a passed next_retry_at: the reconciler
   // re-enqueues them, so they are still sent at least once.
-  await deps.queues.deliverScheduled(slotsOf(result.due));
+  await deps.queues.deliverScheduled(slotsOf(result.due), task.orgId);
   if (result.disabled) {
     await deps.announce?.(result.disabled.orgId).catch(() => undefined);
     await deps.queues.fanout(result.disabled.orgId, [result.disabled.auditEventId]);

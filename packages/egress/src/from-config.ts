@@ -4,13 +4,14 @@ import { USER_AGENT } from '@gatehook/core/version';
 import { parseCidrList } from './address-policy';
 import { createEgressClient } from './client';
 
-/** The egress client as configured by the environment (allow list, extra CA, timeout, per-origin sockets). */
+/** The egress client as configured by the environment (allow list, extra CA, timeout, sockets per origin). */
 export function egressClientFromConfig(config: Config): ReturnType<typeof createEgressClient> {
   return createEgressClient({
     allow: parseCidrList(config.EGRESS_ALLOW_CIDRS),
     ...(config.EGRESS_EXTRA_CA_FILE ? { extraCaPem: readFileSync(config.EGRESS_EXTRA_CA_FILE, 'utf8') } : {}),
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
     userAgent: USER_AGENT,
-    maxSocketsPerOrigin: config.DELIVERY_ORIGIN_CONCURRENCY,
+    // An origin never has more requests in flight than its optional ceiling, nor than the process's slots.
+    maxSocketsPerOrigin: config.DELIVERY_ORIGIN_CONCURRENCY > 0 ? Math.min(config.DELIVERY_ORIGIN_CONCURRENCY, config.DELIVERY_CONCURRENCY) : config.DELIVERY_CONCURRENCY,
   });
 }

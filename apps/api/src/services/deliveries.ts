@@ -156,7 +156,7 @@ export async function retryDelivery(deps: DeliveryDeps, orgId: string, webhookId
   // Read before it is queued, so the answer is the state the retry made, not a later attempt's.
   const row = await requireDelivery(deps.db, orgId, webhookId, deliveryId);
   // If Redis is down the reconciler sends it once the next attempt is overdue.
-  await deps.queues?.deliver(restarted.id, now).catch(() => undefined);
+  await deps.queues?.deliver(restarted.id, now, orgId).catch(() => undefined);
   const attempts = await attemptsOf(deps.db, [row.id]);
   return toDeliveryView(row, attempts.get(row.id) ?? []);
 }

@@ -1,0 +1,157 @@
+import { INITIAL_ENDPOINT_LIMIT } from './adaptive-limit';
+import { MAX_TURN_AWAY_MS, MIN_TURN_AWAY_MS, SendScheduler, type SendTarget, type SendTurn } from './send-scheduler';
+
+const far = () => Date.now() + 60_000;
+const quick = { statusCode: 200, error: null, durationMs: 3 };
+const timeout = { statusCode: 0, error: 'timeout', durationMs: 15_000 };
+
+function target(orgId: string, webhookId: string, origin = 'https://hooks.example.com'): SendTarget {
+  return { orgId, webhookId, origin };
+}
+
+/** Requests waiting for their turn, with the turn each got once granted. */
+function requests(scheduler: SendScheduler, to: SendTarget, count: number, deadline = far()) {
+  const granted: SendTurn[] = [];
+  const turnedAway: number[] = [];
+  for (let i = 0; i < count; i += 1) {
+    void scheduler.acquire(to, deadline).then((turn) => (turn ? granted.push(turn) : turnedAway.push(i)));
+  }
+  return { granted, turnedAway };
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('SendScheduler', () => {
+  it('is work-conserving: an organisation alone uses every slot, across its webhooks', async () => {
+    const scheduler = new SendScheduler({ slots: 10, endpointMax: 50, originMax: 0, initialEndpointLimit: 50 });
+    const a = requests(scheduler, target('A', 'a1'), 8);
+    const b = requests(scheduler, target('A', 'a2'), 8);
+    await settle();
+    expect(a.granted.length + b.granted.length).toBe(10);
+    expect(scheduler.active).toBe(10);
+    expect(scheduler.waiting).toBe(6);
+  });
+
+  it('shares the slots equally between organisations under contention, whoever came first', async () => {
+    const scheduler = new SendScheduler({ slots: 10, endpointMax: 50, originMax: 0, initialEndpointLimit: 50 });
+    const a = requests(scheduler, target('A', 'a1'), 100);
+    await settle();
+    expect(a.granted).toHaveLength(10); // alone, A has everything
+    const b = requests(scheduler, target('B', 'b1'), 100);
+    await settle();
+    expect(b.granted).toHaveLength(0);
+    // As A's requests end, the freed slots go to B (fewer in flight) until both hold five.
+    for (let i = 0; i < 5; i += 1) a.granted[i]!.release(quick);
+    await settle();
+    expect(b.granted).toHaveLength(5);
+    // From there on a slot freed by either goes to the one with fewer in flight: five each, whoever finishes.
+    let releasedA = 5;
+    let releasedB = 0;
+    for (let round = 0; round < 30; round += 1) {
+      if (round % 3 === 0) b.granted[releasedB++]!.release(quick);
+      else a.granted[releasedA++]!.release(quick);
+      await settle();
+      expect(scheduler.active).toBe(10);
+      expect(a.granted.length - releasedA).toBe(5);
+      expect(b.granted.length - releasedB).toBe(5);
+    }
+  });
+
+  it('shares an organisation\'s slots between its webhooks', async () => {
+    const scheduler = new SendScheduler({ slots: 6, endpointMax: 50, originMax: 0, initialEndpointLimit: 50 });
+    const busy = requests(scheduler, target('A', 'busy'), 30);
+    await settle();
+    expect(busy.granted).toHaveLength(6);
+    const other = requests(scheduler, target('A', 'other'), 30);
+    await settle();
+    for (let i = 0; i < 3; i += 1) busy.granted[i]!.release(quick);
+    await settle();
+    expect(other.granted).toHaveLength(3);
+    expect(scheduler.inFlightOf('busy')).toBe(3);
+    expect(scheduler.inFlightOf('other')).toBe(3);
+  });
+
+  it('a webhook that hangs ends up with one slot; its neighbours on the same origin keep the rest', async () => {
+    const scheduler = new SendScheduler({ slots: 50, endpointMax: 50, originMax: 0 });
+    // It answered quickly for a while, so its limit grew, then it hangs.
+    const dead = requests(scheduler, target('A', 'dead'), 400);
+    await settle();
+    expect(dead.granted).toHaveLength(INITIAL_ENDPOINT_LIMIT); // its starting limit, not every slot
+    let released = 0;
+    while (scheduler.limitOf('dead') < 20) {
+      dead.granted[released++]!.release(quick);
+      await settle();
+    }
+    // Its requests now time out, one after the other; each fall lowers its limit, down to one.
+    while (scheduler.limitOf('dead') > 1) {
+      dead.granted[released++]!.release(timeout);
+      await settle();
+    }
+    const inFlight = dead.granted.length;
+    while (released < inFlight - 1) {
+      dead.granted[released++]!.release(timeout);
+      await settle();
+    }
+    expect(scheduler.limitOf('dead')).toBe(1);
+    expect(scheduler.inFlightOf('dead')).toBe(1);
+    // Twenty healthy webhooks of other tenants on the same origin get their slots at once.
+    const healthy = Array.from({ length: 20 }, (_, i) => requests(scheduler, target(`T${i}`, `h${i}`), 2));
+    await settle();
+    expect(healthy.every((h) => h.granted.length === 2)).toBe(true);
+  });
+
+  it('a quick receiver climbs to DELIVERY_ENDPOINT_CONCURRENCY', async () => {
+    const scheduler = new SendScheduler({ slots: 100, endpointMax: 30, originMax: 0 });
+    const r = requests(scheduler, target('A', 'fast'), 500);
+    await settle();
+    for (let i = 0; i < 200; i += 1) {
+      r.granted[i]!.release(quick);
+      await settle();
+    }
+    expect(scheduler.limitOf('fast')).toBe(30);
+    expect(scheduler.inFlightOf('fast')).toBe(30);
+  });
+
+  it('keeps an optional ceiling per origin (DELIVERY_ORIGIN_CONCURRENCY), and none by default', async () => {
+    const capped = new SendScheduler({ slots: 50, endpointMax: 50, originMax: 3, initialEndpointLimit: 50 });
+    const one = requests(capped, target('A', 'w1'), 5);
+    const two = requests(capped, target('B', 'w2'), 5);
+    const elsewhere = requests(capped, target('C', 'w3', 'https://other.example'), 3);
+    await settle();
+    expect(one.granted.length + two.granted.length).toBe(3);
+    expect(elsewhere.granted).toHaveLength(3); // a ceiling of its own, not taken by the full origin
+    expect(capped.isFull('w1')).toBe(true);
+    const open = new SendScheduler({ slots: 50, endpointMax: 50, originMax: 0, initialEndpointLimit: 50 });
+    const many = Array.from({ length: 5 }, (_, i) => requests(open, target(`O${i}`, `w${i}`), 5));
+    await settle();
+    expect(many.reduce((n, r) => n + r.granted.length, 0)).toBe(25);
+  });
+
+  it('turns a request away at its deadline, and at once when its webhook cannot serve the queue before it', async () => {
+    const scheduler = new SendScheduler({ slots: 50, endpointMax: 1, originMax: 0 });
+    const first = await scheduler.acquire(target('A', 'slow'), far());
+    expect(first).not.toBeNull();
+    expect(await scheduler.acquire(target('A', 'slow'), Date.now() + 20)).toBeNull(); // the deadline passed
+    first!.release(timeout); // its pace is now known: about 0 ms here, so it waits
+    const second = await scheduler.acquire(target('A', 'slow'), far());
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    second!.release(timeout); // held 30 ms: a queue of several cannot be served within a 40 ms deadline
+    const third = await scheduler.acquire(target('A', 'slow'), far());
+    const waiting = [scheduler.acquire(target('A', 'slow'), Date.now() + 40), scheduler.acquire(target('A', 'slow'), Date.now() + 40)];
+    expect(await waiting[1]).toBeNull();
+    third!.release(quick);
+    expect(await waiting[0]).not.toBeNull();
+  });
+
+  it('remembers turned-away deliveries by webhook, and spaces their return by its pace', () => {
+    const scheduler = new SendScheduler({ slots: 50, endpointMax: 1, originMax: 0 });
+    scheduler.noteWaiting('d1', 'w');
+    expect(scheduler.waitingFor('d1')).toBe('w');
+    const now = Date.now();
+    const at = scheduler.retryAt('w', now).getTime() - now;
+    expect(at).toBeGreaterThanOrEqual(MIN_TURN_AWAY_MS);
+    expect(at).toBeLessThanOrEqual(MAX_TURN_AWAY_MS + 1000);
+    scheduler.doneWaiting('d1');
+    expect(scheduler.waitingFor('d1')).toBeUndefined();
+  });
+});

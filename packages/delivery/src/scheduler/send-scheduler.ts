@@ -1,0 +1,307 @@
+import { LRUCache } from 'lru-cache';
+import { AdaptiveLimit, answerSignal } from './adaptive-limit';
+
+/** Shortest time a delivery turned away by a full endpoint stays away. */
+export const MIN_TURN_AWAY_MS = 250;
+/** Longest: a delivery waiting on an endpoint that stays full looks again at least this often. */
+export const MAX_TURN_AWAY_MS = 60_000;
+/** Weight of the newest request in an endpoint's average time per request. */
+const HOLD_SMOOTHING = 0.2;
+/** Endpoints whose limit and pace are remembered while they have nothing in flight (least recently used forgotten). */
+const REMEMBERED_ENDPOINTS = 10_000;
+/** Deliveries turned away whose endpoint is remembered, so their next turn can be refused without I/O. */
+const REMEMBERED_WAITERS = 100_000;
+
+/** Who a request is for: the organisation and webhook it is shared between, and the origin it goes to. */
+export interface SendTarget {
+  orgId: string;
+  webhookId: string;
+  origin: string;
+}
+
+/** What a finished request tells the scheduler (none when nothing was sent). */
+export interface SendResultSignal {
+  statusCode: number;
+  error: string | null;
+  durationMs: number;
+}
+
+/** A slot held for one request; give it back exactly once. */
+export interface SendTurn {
+  release(result?: SendResultSignal): void;
+}
+
+export interface SendSchedulerOptions {
+  /** Requests in flight in this process at most (DELIVERY_CONCURRENCY). */
+  slots: number;
+  /** Ceiling of one webhook's adaptive limit (DELIVERY_ENDPOINT_CONCURRENCY). */
+  endpointMax: number;
+  /** Optional ceiling per origin (DELIVERY_ORIGIN_CONCURRENCY); 0: none. */
+  originMax: number;
+  /** The limit a webhook starts with (tests). */
+  initialEndpointLimit?: number;
+}
+
+interface Waiter {
+  grant: (turn: SendTurn | null) => void;
+  timer: NodeJS.Timeout;
+}
+
+interface EndpointPace {
+  limit: AdaptiveLimit;
+  holdMs: number | undefined;
+}
+
+class Endpoint {
+  inFlight = 0;
+  lastServed = 0;
+  readonly waiters: Waiter[] = [];
+  constructor(
+    readonly target: SendTarget,
+    readonly org: Org,
+    readonly pace: EndpointPace,
+  ) {}
+}
+
+class Org {
+  inFlight = 0;
+  waiting = 0;
+  lastServed = 0;
+  readonly endpoints = new Map<string, Endpoint>();
+  constructor(readonly id: string) {}
+}
+
+/**
+ * The worker's send slots, shared fairly (CONTRACT 15). A request waits here, in this process, for a slot; when one
+ * is free it goes to the organisation with work due that has the fewest requests in flight, and within it to the
+ * webhook with the fewest (round robin between equals): under contention each organisation, then each of its
+ * webhooks, gets at least an equal share of the slots, and one that is alone gets all of them (work-conserving).
+ * Each webhook's requests in flight are capped by its {@link AdaptiveLimit}, so a receiver that hangs ends up holding
+ * one slot while a fast one climbs to DELIVERY_ENDPOINT_CONCURRENCY; an origin shared by many tenants (Slack,
+ * PagerDuty) is no bottleneck unless DELIVERY_ORIGIN_CONCURRENCY sets a ceiling. A request that gets no slot by its
+ * deadline is turned away (its delivery comes back later, at its webhook's pace), and one whose webhook already has
+ * more waiting than it can serve before the deadline is turned away at once. Per process, no I/O.
+ */
+export class SendScheduler {
+  private inFlight = 0;
+  private sequence = 0;
+  private readonly orgs = new Map<string, Org>();
+  /** Webhooks with requests in flight or waiting, by id. */
+  private readonly endpoints = new Map<string, Endpoint>();
+  /** Organisations with at least one request waiting. */
+  private readonly waitingOrgs = new Set<Org>();
+  private readonly origins = new Map<string, number>();
+  private readonly paces = new LRUCache<string, EndpointPace>({ max: REMEMBERED_ENDPOINTS });
+  /** Deliveries turned away by a full webhook, with that webhook. */
+  private readonly turnedAway = new Map<string, string>();
+  private readonly turnedAwayPerWebhook = new Map<string, number>();
+
+  constructor(private readonly options: SendSchedulerOptions) {}
+
+  /** Requests in flight in this process. */
+  get active(): number {
+    return this.inFlight;
+  }
+
+  /** Requests waiting for a slot in this process. */
+  get waiting(): number {
+    let waiting = 0;
+    for (const org of this.waitingOrgs) waiting += org.waiting;
+    return waiting;
+  }
+
+  /** A webhook's current limit in this process (its starting limit when it has not sent yet). */
+  limitOf(webhookId: string): number {
+    return this.paceOf(webhookId).limit.current;
+  }
+
+  /** Requests of a webhook in flight in this process. */
+  inFlightOf(webhookId: string): number {
+    return this.endpoints.get(webhookId)?.inFlight ?? 0;
+  }
+
+  /**
+   * Waits for a slot for a request to `target` until `deadline` (epoch ms): a turn to give back once the request has
+   * ended, or null when the deadline came first, or at once when the webhook's pace says the requests already
+   * waiting for it will not all have had their turn by then.
+   */
+  acquire(target: SendTarget, deadline: number): Promise<SendTurn | null> {
+    const endpoint = this.endpoint(target);
+    if (endpoint.waiters.length === 0 && this.inFlight < this.options.slots && this.eligible(endpoint)) {
+      return Promise.resolve(this.grant(endpoint));
+    }
+    const left = deadline - Date.now();
+    const { holdMs } = endpoint.pace;
+    const limit = endpoint.pace.limit.current;
+    if (left <= 0 || (endpoint.inFlight >= limit && holdMs !== undefined && ((endpoint.waiters.length + 1) / limit) * holdMs > left)) {
+      this.forgetIfIdle(endpoint);
+      return Promise.resolve(null);
+    }
+    return new Promise((resolve) => {
+      const waiter: Waiter = {
+        grant: resolve,
+        timer: setTimeout(() => {
+          endpoint.waiters.splice(endpoint.waiters.indexOf(waiter), 1);
+          this.noteDequeued(endpoint);
+          resolve(null);
+        }, left),
+      };
+      endpoint.waiters.push(waiter);
+      endpoint.org.waiting += 1;
+      this.waitingOrgs.add(endpoint.org);
+    });
+  }
+
+  /** Whether a webhook can take no more requests now (its limit, or its origin's ceiling). */
+  isFull(webhookId: string): boolean {
+    const endpoint = this.endpoints.get(webhookId);
+    return endpoint !== undefined && !this.eligible(endpoint);
+  }
+
+  /** Remembers that a delivery waits for its webhook (bounded: past the cap the memory starts over). */
+  noteWaiting(deliveryId: string, webhookId: string): void {
+    if (this.turnedAway.size >= REMEMBERED_WAITERS && !this.turnedAway.has(deliveryId)) {
+      this.turnedAway.clear();
+      this.turnedAwayPerWebhook.clear();
+    }
+    this.doneWaiting(deliveryId);
+    this.turnedAway.set(deliveryId, webhookId);
+    this.turnedAwayPerWebhook.set(webhookId, (this.turnedAwayPerWebhook.get(webhookId) ?? 0) + 1);
+  }
+
+  /** The webhook a delivery is known to wait for, if it was turned away before. */
+  waitingFor(deliveryId: string): string | undefined {
+    return this.turnedAway.get(deliveryId);
+  }
+
+  /** Forgets a delivery's wait once it gets a turn (or anything else happens to it). */
+  doneWaiting(deliveryId: string): void {
+    const webhookId = this.turnedAway.get(deliveryId);
+    if (webhookId === undefined) return;
+    this.turnedAway.delete(deliveryId);
+    const left = (this.turnedAwayPerWebhook.get(webhookId) ?? 1) - 1;
+    if (left > 0) this.turnedAwayPerWebhook.set(webhookId, left);
+    else this.turnedAwayPerWebhook.delete(webhookId);
+  }
+
+  /**
+   * When a delivery turned away by `webhookId` should look again: once the deliveries ahead of it can have had their
+   * turns at the webhook's pace (its average time per request over its limit), within [MIN_TURN_AWAY_MS,
+   * MAX_TURN_AWAY_MS], spread so that waiters turned away together do not come back together.
+   */
+  retryAt(webhookId: string, now = Date.now()): Date {
+    const pace = this.paceOf(webhookId);
+    const ahead = (this.turnedAwayPerWebhook.get(webhookId) ?? 0) + (this.endpoints.get(webhookId)?.waiters.length ?? 0);
+    const base = Math.min(MAX_TURN_AWAY_MS, Math.max(MIN_TURN_AWAY_MS, (ahead / pace.limit.current) * (pace.holdMs ?? 0)));
+    return new Date(now + base + Math.floor(Math.random() * Math.min(base, 1_000)));
+  }
+
+  private paceOf(webhookId: string): EndpointPace {
+    let pace = this.paces.get(webhookId);
+    if (!pace) {
+      pace = { limit: new AdaptiveLimit(this.options.endpointMax, this.options.initialEndpointLimit), holdMs: undefined };
+      this.paces.set(webhookId, pace);
+    }
+    return pace;
+  }
+
+  private endpoint(target: SendTarget): Endpoint {
+    let org = this.orgs.get(target.orgId);
+    if (!org) {
+      org = new Org(target.orgId);
+      this.orgs.set(target.orgId, org);
+    }
+    let endpoint = org.endpoints.get(target.webhookId);
+    if (!endpoint) {
+      endpoint = new Endpoint(target, org, this.paceOf(target.webhookId));
+      org.endpoints.set(target.webhookId, endpoint);
+      this.endpoints.set(target.webhookId, endpoint);
+    }
+    return endpoint;
+  }
+
+  private eligible(endpoint: Endpoint): boolean {
+    if (endpoint.inFlight >= endpoint.pace.limit.current) return false;
+    const { originMax } = this.options;
+    return originMax <= 0 || (this.origins.get(endpoint.target.origin) ?? 0) < originMax;
+  }
+
+  private grant(endpoint: Endpoint): SendTurn {
+    const { org } = endpoint;
+    const origin = endpoint.target.origin;
+    this.inFlight += 1;
+    org.inFlight += 1;
+    endpoint.inFlight += 1;
+    if (this.options.originMax > 0) this.origins.set(origin, (this.origins.get(origin) ?? 0) + 1);
+    this.sequence += 1;
+    org.lastServed = this.sequence;
+    endpoint.lastServed = this.sequence;
+    const startedAt = Date.now();
+    let released = false;
+    return {
+      release: (result) => {
+        if (released) return;
+        released = true;
+        this.inFlight -= 1;
+        org.inFlight -= 1;
+        endpoint.inFlight -= 1;
+        if (this.options.originMax > 0) {
+          const left = (this.origins.get(origin) ?? 1) - 1;
+          if (left > 0) this.origins.set(origin, left);
+          else this.origins.delete(origin);
+        }
+        if (result) {
+          const { pace } = endpoint;
+          const heldMs = Date.now() - startedAt;
+          pace.holdMs = pace.holdMs === undefined ? heldMs : pace.holdMs + HOLD_SMOOTHING * (heldMs - pace.holdMs);
+          pace.limit.update(answerSignal(result), endpoint.inFlight + 1);
+        }
+        this.pump();
+        this.forgetIfIdle(endpoint);
+      },
+    };
+  }
+
+  /** Hands free slots to waiting requests: fewest in flight first, by organisation, then by webhook. */
+  private pump(): void {
+    while (this.inFlight < this.options.slots && this.waitingOrgs.size > 0) {
+      let chosen: Endpoint | undefined;
+      for (const org of this.waitingOrgs) {
+        if (chosen && (org.inFlight > chosen.org.inFlight || (org.inFlight === chosen.org.inFlight && org.lastServed > chosen.org.lastServed))) continue;
+        const endpoint = this.nextOf(org);
+        if (endpoint) chosen = endpoint;
+      }
+      if (!chosen) return;
+      const waiter = chosen.waiters.shift()!;
+      clearTimeout(waiter.timer);
+      this.noteDequeued(chosen);
+      waiter.grant(this.grant(chosen));
+    }
+  }
+
+  /** The webhook of `org` whose waiting request goes next: eligible, fewest in flight, longest unserved. */
+  private nextOf(org: Org): Endpoint | undefined {
+    let chosen: Endpoint | undefined;
+    for (const endpoint of org.endpoints.values()) {
+      if (endpoint.waiters.length === 0 || !this.eligible(endpoint)) continue;
+      if (!chosen || endpoint.inFlight < chosen.inFlight || (endpoint.inFlight === chosen.inFlight && endpoint.lastServed < chosen.lastServed)) chosen = endpoint;
+    }
+    return chosen;
+  }
+
+  private noteDequeued(endpoint: Endpoint): void {
+    const { org } = endpoint;
+    org.waiting -= 1;
+    if (org.waiting === 0) this.waitingOrgs.delete(org);
+    this.forgetIfIdle(endpoint);
+  }
+
+  /** Drops the bookkeeping of an endpoint (and organisation) with nothing in flight or waiting; its pace stays remembered. */
+  private forgetIfIdle(endpoint: Endpoint): void {
+    if (endpoint.inFlight > 0 || endpoint.waiters.length > 0) return;
+    const { org } = endpoint;
+    if (org.endpoints.get(endpoint.target.webhookId) === endpoint) org.endpoints.delete(endpoint.target.webhookId);
+    if (this.endpoints.get(endpoint.target.webhookId) === endpoint) this.endpoints.delete(endpoint.target.webhookId);
+    if (org.endpoints.size === 0 && org.inFlight === 0 && org.waiting === 0 && this.orgs.get(org.id) === org) this.orgs.delete(org.id);
+  }
+}
