@@ -8,6 +8,7 @@ import type { AuditEventData } from '@gatehook/core/audit-event';
 import { parseConfig } from '@gatehook/core/config';
 import { SecretBox } from '@gatehook/core/encryption';
 import { renderEnvelope } from '@gatehook/delivery/envelope';
+import { sealBody } from '@gatehook/delivery/stored-body';
 import {
   ACTION,
   arrivalLatencies,
@@ -38,9 +39,10 @@ async function seedFailedDeliveries(rig: Rig, orgId: string, webhookId: string, 
       const eventId = randomUUID();
       const event: AuditEventData = { ...EVENT, id: eventId, org_id: orgId, created_at: createdAt.toISOString() };
       const body = renderEnvelope(event);
+      const id = randomUUID();
       return {
-        id: randomUUID(), orgId, webhookId, status: 'failed' as const, eventIds: [eventId], eventCount: 1,
-        bodyEncrypted: box.encrypt(body), contentType: 'application/json', error: 'attempts_exhausted',
+        id, orgId, webhookId, status: 'failed' as const, eventIds: [eventId], eventCount: 1,
+        bodyEncrypted: sealBody(box, body, id, { varNames: [] }), contentType: 'application/json', error: 'attempts_exhausted',
         attemptCount: 8, cycleAttempts: 8, createdAt,
       };
     });

@@ -54,10 +54,10 @@ describe('POST /webhooks', () => {
     expect(fetched.text).not.toContain('whsec_');
 
     const row = await api.db.webhook.findUniqueOrThrow({ where: { id: created.id } });
-    expect(box.decrypt(row.urlEncrypted)).toBe(base.url);
-    expect(box.decrypt(row.secretEncrypted)).toBe(created.secret);
-    expect(box.decryptMap(row.varsEncrypted!)).toEqual({ TOKEN: 't0k' });
-    expect(box.decryptMap(row.headersEncrypted!)).toEqual({ 'X-Api-Key': 'k3y' });
+    expect(box.decrypt(row.urlEncrypted, { column: 'webhooks.url_encrypted', row: row.id })).toBe(base.url);
+    expect(box.decrypt(row.secretEncrypted, { column: 'webhooks.secret_encrypted', row: row.id })).toBe(created.secret);
+    expect(box.decryptMap(row.varsEncrypted!, { column: 'webhooks.vars_encrypted', row: row.id })).toEqual({ TOKEN: 't0k' });
+    expect(box.decryptMap(row.headersEncrypted!, { column: 'webhooks.headers_encrypted', row: row.id })).toEqual({ 'X-Api-Key': 'k3y' });
 
     const [event] = await auditEvents(created.id);
     expect(event).toMatchObject({ action: 'webhook.created', actorType: 'user', resourceType: 'webhook', changes: [] });
@@ -126,9 +126,9 @@ describe('PATCH /webhooks/{id}', () => {
     expect(r.body.headers).toEqual({ 'X-One': '' });
 
     const row = await api.db.webhook.findUniqueOrThrow({ where: { id: created.id } });
-    expect(box.decryptMap(row.varsEncrypted!)).toEqual({ A: 'secret-a1', C: 'secret-c1' });
-    expect(box.decryptMap(row.headersEncrypted!)).toEqual({ 'X-One': 'secret-h1-new' });
-    expect(box.decrypt(row.urlEncrypted)).toBe(base.url);
+    expect(box.decryptMap(row.varsEncrypted!, { column: 'webhooks.vars_encrypted', row: row.id })).toEqual({ A: 'secret-a1', C: 'secret-c1' });
+    expect(box.decryptMap(row.headersEncrypted!, { column: 'webhooks.headers_encrypted', row: row.id })).toEqual({ 'X-One': 'secret-h1-new' });
+    expect(box.decrypt(row.urlEncrypted, { column: 'webhooks.url_encrypted', row: row.id })).toBe(base.url);
 
     const updated = (await auditEvents(created.id)).filter((e) => e.action === 'webhook.updated');
     expect(updated).toHaveLength(1);
@@ -155,7 +155,7 @@ describe('PATCH /webhooks/{id}', () => {
     expect(moved.status).toBe(200);
     expect(moved.body.url).toBe('https://siem.example.com/…9876');
     const row = await api.db.webhook.findUniqueOrThrow({ where: { id: created.id } });
-    expect(box.decrypt(row.urlEncrypted)).toBe('https://siem.example.com/new/path9876');
+    expect(box.decrypt(row.urlEncrypted, { column: 'webhooks.url_encrypted', row: row.id })).toBe('https://siem.example.com/new/path9876');
     const [event] = (await auditEvents(created.id)).filter((e) => e.action === 'webhook.updated');
     expect(event!.changes).toEqual([{ field: 'url', old: created.url, new: 'https://siem.example.com/…9876' }]);
   });
@@ -208,8 +208,8 @@ describe('POST /webhooks/{id}/rotate-secret', () => {
     expect(validUntil).toBeLessThanOrEqual(Date.now() + 600_000 + 1000);
 
     const row = await api.db.webhook.findUniqueOrThrow({ where: { id: created.id } });
-    expect(box.decrypt(row.secretEncrypted)).toBe(r.body.secret);
-    expect(box.decrypt(row.previousSecretEncrypted!)).toBe(created.secret);
+    expect(box.decrypt(row.secretEncrypted, { column: 'webhooks.secret_encrypted', row: row.id })).toBe(r.body.secret);
+    expect(box.decrypt(row.previousSecretEncrypted!, { column: 'webhooks.previous_secret_encrypted', row: row.id })).toBe(created.secret);
     const events = await auditEvents(created.id);
     const rotated = events.find((e) => e.action === 'webhook.secret_rotated')!;
     expect(rotated.changes).toEqual([]);

@@ -1,7 +1,7 @@
 import { QueryClient, QueryClientProvider, useQuery } from '@tanstack/react-query';
 import { StrictMode, type ReactNode } from 'react';
 import { createRoot } from 'react-dom/client';
-import { BrowserRouter, Link, Navigate, NavLink, Route, Routes, useLocation, useNavigate } from 'react-router';
+import { BrowserRouter, Link, Navigate, NavLink, Route, Routes, useLocation, useNavigate, useParams } from 'react-router';
 import { AccessProvider, useAccess, useAccessProbe } from './access';
 import { api, ApiError, session, type Notification, type Page } from './api';
 import { NotificationsPage } from './pages/notifications';
@@ -67,6 +67,20 @@ function Guarded({ allowed, what, children }: { allowed: boolean; what: string; 
   return <ErrorBox error={new ApiError(403, 'forbidden', `This key may not ${what}`)} />;
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Renders its page only when every parameter of the route is a UUID, as every id of the API is. Pages put their
+ * route's ids into API paths; the router hands them over decoded, so `..%2F..%2Frate-limits%2Frules` would be
+ * `../../rate-limits/rules` there and the browser would resolve the request to another route of the API. Anything
+ * else shows not found and makes no request.
+ */
+function IdParams({ children }: { children: ReactNode }) {
+  const params = useParams();
+  if (Object.values(params).every((value) => value !== undefined && UUID.test(value))) return <>{children}</>;
+  return <ErrorBox error={new ApiError(404, 'not_found', 'No such item: the address does not hold a valid id')} />;
+}
+
 function SignedIn() {
   const probe = useAccessProbe();
   if (probe.isPending) return <Loading what="your permissions" />;
@@ -79,14 +93,14 @@ function SignedIn() {
           <Route path="/" element={<Home />} />
           <Route path="/webhooks" element={<Guarded allowed={a.manageWebhooks} what="list webhooks (manage_webhooks)"><WebhooksList /></Guarded>} />
           <Route path="/webhooks/new" element={<Guarded allowed={a.admin} what="create webhooks (admin)"><WebhookForm /></Guarded>} />
-          <Route path="/webhooks/:id" element={<Guarded allowed={a.manageWebhooks} what="view webhooks (manage_webhooks)"><WebhookDetail /></Guarded>} />
-          <Route path="/webhooks/:id/edit" element={<Guarded allowed={a.admin} what="edit webhooks (admin)"><WebhookForm /></Guarded>} />
-          <Route path="/webhooks/:id/deliveries/:deliveryId" element={<Guarded allowed={a.manageWebhooks} what="view deliveries (manage_webhooks)"><DeliveryDetail /></Guarded>} />
+          <Route path="/webhooks/:id" element={<Guarded allowed={a.manageWebhooks} what="view webhooks (manage_webhooks)"><IdParams><WebhookDetail /></IdParams></Guarded>} />
+          <Route path="/webhooks/:id/edit" element={<Guarded allowed={a.admin} what="edit webhooks (admin)"><IdParams><WebhookForm /></IdParams></Guarded>} />
+          <Route path="/webhooks/:id/deliveries/:deliveryId" element={<Guarded allowed={a.manageWebhooks} what="view deliveries (manage_webhooks)"><IdParams><DeliveryDetail /></IdParams></Guarded>} />
           <Route path="/notifications" element={<Guarded allowed={a.admin} what="read notifications (admin)"><NotificationsPage /></Guarded>} />
           <Route path="/rate-limits" element={<Guarded allowed={a.viewRules} what="view rate limit rules (view_rate_limits)"><RulesList /></Guarded>} />
           <Route path="/rate-limits/new" element={<Guarded allowed={a.manageRules} what="create rules (manage_rate_limits)"><RuleForm /></Guarded>} />
-          <Route path="/rate-limits/:id" element={<Guarded allowed={a.viewRules} what="view rate limit rules (view_rate_limits)"><RuleDetail /></Guarded>} />
-          <Route path="/rate-limits/:id/edit" element={<Guarded allowed={a.manageRules} what="edit rules (manage_rate_limits)"><RuleForm /></Guarded>} />
+          <Route path="/rate-limits/:id" element={<Guarded allowed={a.viewRules} what="view rate limit rules (view_rate_limits)"><IdParams><RuleDetail /></IdParams></Guarded>} />
+          <Route path="/rate-limits/:id/edit" element={<Guarded allowed={a.manageRules} what="edit rules (manage_rate_limits)"><IdParams><RuleForm /></IdParams></Guarded>} />
           <Route path="*" element={<ErrorBox error={new ApiError(404, 'not_found', 'No console page at this address')} />} />
         </Routes>
       </Shell>

@@ -207,6 +207,43 @@ it('gives a member key a restricted view, and explains a refused page', async ()
   await page.getByText('Not allowed for this key (403)').waitFor();
 });
 
+it('checks route ids before they go into an API path: a crafted id shows not found and makes no request', async () => {
+  // A context of its own, signed in as admin, so the session of the tests above is left alone.
+  const own = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const tab = await own.newPage();
+  const apiRequests: string[] = [];
+  tab.on('request', (r) => {
+    const { pathname, search } = new URL(r.url());
+    if (r.url().startsWith(stack.api.baseUrl) && !pathname.startsWith('/console')) apiRequests.push(`${r.method()} ${pathname}${search}`);
+  });
+  await tab.goto(url('/'));
+  await tab.evaluate(`sessionStorage.setItem("gatehook.apiKey", ${JSON.stringify(stack.org.admin)})`);
+  const crafted = '..%2F..%2Frate-limits%2Frules';
+  const real = webhookId;
+  const screens = [
+    `/webhooks/${crafted}`,
+    `/webhooks/${crafted}/edit`,
+    `/webhooks/${real}/deliveries/${crafted}`,
+    `/webhooks/${crafted}/deliveries/${real}`,
+    `/rate-limits/${crafted}`,
+    `/rate-limits/${crafted}/edit`,
+    '/webhooks/not-a-uuid',
+  ];
+  // What the shell itself asks on every page (the access probe, the notification count): nothing else may go out.
+  const shell = new Set(['POST /webhooks/preview', 'GET /webhooks?limit=1', 'GET /rate-limits/rules?limit=1', 'POST /rate-limits/rules', 'GET /notifications?limit=100']);
+  for (const screen of screens) {
+    await tab.goto(url(screen));
+    await tab.getByText('Not found (404)').waitFor();
+    await tab.getByText('the address does not hold a valid id').waitFor();
+  }
+  // A real id on the same page does go out, and only to its own path: the check lets valid ids through.
+  await tab.goto(url(`/webhooks/${real}`));
+  await tab.locator('code', { hasText: real }).first().waitFor();
+  await own.close();
+  expect(apiRequests.filter((r) => !shell.has(r) && !r.startsWith(`GET /webhooks/${real}`))).toEqual([]);
+  expect(apiRequests).toContain(`GET /webhooks/${real}`);
+});
+
 it('made no request to any other origin', () => {
   expect(offOrigin).toEqual([]);
 });

@@ -208,7 +208,7 @@ describe('unreadable secrets', () => {
     const r = await stack.receiver();
     const hook = await stack.webhook(r);
     const foreignKey = new SecretBox(generateEncryptionKey());
-    await stack.writeWebhookRow(hook.id, { secretEncrypted: foreignKey.encrypt('whsec_x') });
+    await stack.writeWebhookRow(hook.id, { secretEncrypted: foreignKey.encrypt('whsec_x', { column: 'webhooks.secret_encrypted', row: hook.id }) });
     await stack.ingest([auditEvent()]);
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed');
     const detail = await stack.api.call('GET', `/webhooks/${hook.id}/deliveries/${delivery!.id}`, { key: stack.org.admin });

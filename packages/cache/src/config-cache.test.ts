@@ -76,4 +76,22 @@ describe('ConfigCache', () => {
     await expect(cache.get('k')).rejects.toThrow('database down');
     expect(await cache.get('k')).toBe(7);
   });
+
+  it('keeps missing values apart when missMax is set: a flood of unknown keys never evicts a value that exists', async () => {
+    const loads: string[] = [];
+    const cache = new ConfigCache<string>({ max: 3, missMax: 2, ttlMs: 60_000, load: async (k) => (loads.push(k), k.startsWith('known') ? k : null) });
+    for (const k of ['known-1', 'known-2', 'known-3']) await cache.get(k);
+    for (let i = 0; i < 100; i++) expect(await cache.get(`unknown-${i}`)).toBeNull();
+    loads.length = 0;
+    for (const k of ['known-1', 'known-2', 'known-3']) expect(await cache.get(k)).toBe(k);
+    expect(loads).toEqual([]);
+    // The miss cache is bounded and still serves its most recent entries; an invalidation reaches it too.
+    expect(cache.peek('unknown-99')).toBeNull();
+    expect(cache.peek('unknown-0')).toBeUndefined();
+    cache.invalidate(['unknown-99']);
+    expect(cache.peek('unknown-99')).toBeUndefined();
+    // Values that exist still evict each other past max, least recently used first.
+    await cache.get('known-4');
+    expect(cache.peek('known-1')).toBeUndefined();
+  });
 });

@@ -8,6 +8,11 @@ export interface ConfigCacheOptions<V> {
   max: number;
   /** Backstop when an invalidation is lost (Redis down): no entry is served longer than this. */
   ttlMs: number;
+  /**
+   * When set, a missing value (null) is kept apart, in an LRU of this many entries: keys that name nothing (say,
+   * random API keys from unauthenticated traffic) then evict only each other, never a value that exists.
+   */
+  missMax?: number;
 }
 
 type Entry<V> = { value: V | null };
@@ -20,24 +25,31 @@ type Entry<V> = { value: V | null };
  */
 export class ConfigCache<V> {
   private readonly entries: LRUCache<string, Entry<V>>;
+  /** Where missing values (null) are kept: {@link entries} itself unless `missMax` is set. */
+  private readonly misses: LRUCache<string, Entry<V>>;
   private readonly loading = new Map<string, Promise<V | null>>();
   /** Bumped by every invalidation; a load that saw another epoch at its end keeps nothing. */
   private epoch = 0;
 
   constructor(private readonly options: ConfigCacheOptions<V>) {
     this.entries = new LRUCache<string, Entry<V>>({ max: options.max, ttl: options.ttlMs, ttlAutopurge: false });
+    this.misses = options.missMax === undefined ? this.entries : new LRUCache<string, Entry<V>>({ max: options.missMax, ttl: options.ttlMs, ttlAutopurge: false });
+  }
+
+  private cached(key: string): Entry<V> | undefined {
+    return this.entries.get(key) ?? (this.misses === this.entries ? undefined : this.misses.get(key));
   }
 
   /** The cached value of a key, loading it on a miss. */
   get(key: string): Promise<V | null> {
-    const hit = this.entries.get(key);
+    const hit = this.cached(key);
     if (hit) return Promise.resolve(hit.value);
     return this.load(key);
   }
 
   /** The cached value without loading: undefined on a miss. For synchronous fast paths. */
   peek(key: string): V | null | undefined {
-    return this.entries.get(key)?.value;
+    return this.cached(key)?.value;
   }
 
   private load(key: string): Promise<V | null> {
@@ -47,7 +59,7 @@ export class ConfigCache<V> {
     const promise = this.options
       .load(key)
       .then((value) => {
-        if (this.epoch === epoch) this.entries.set(key, { value });
+        if (this.epoch === epoch) (value === null ? this.misses : this.entries).set(key, { value });
         return value;
       })
       .finally(() => {
@@ -62,6 +74,7 @@ export class ConfigCache<V> {
     this.epoch += 1;
     for (const key of keys) {
       this.entries.delete(key);
+      this.misses.delete(key);
       this.loading.delete(key);
     }
   }
@@ -70,6 +83,7 @@ export class ConfigCache<V> {
   clear(): void {
     this.epoch += 1;
     this.entries.clear();
+    this.misses.clear();
     this.loading.clear();
   }
 

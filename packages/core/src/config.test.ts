@@ -1,4 +1,4 @@
-import { ConfigError, DEVELOPMENT_ENCRYPTION_KEY, parseConfig } from '@gatehook/core/config';
+import { ConfigError, DEVELOPMENT_ENCRYPTION_KEY, openMetricsWarning, parseConfig } from '@gatehook/core/config';
 import { generateEncryptionKey } from '@gatehook/core/encryption';
 
 describe('parseConfig', () => {
@@ -64,5 +64,19 @@ describe('parseConfig', () => {
     for (const NODE_ENV of ['development', 'test']) {
       expect(parseConfig({ NODE_ENV }).GATEHOOK_ENCRYPTION_KEY).toBe(DEVELOPMENT_ENCRYPTION_KEY);
     }
+  });
+
+  it('warns at start-up when /metrics is open in production (METRICS_TOKEN unset, NODE_ENV production or unset)', () => {
+    const key = generateEncryptionKey();
+    for (const env of [{ GATEHOOK_ENCRYPTION_KEY: key }, { GATEHOOK_ENCRYPTION_KEY: key, NODE_ENV: 'production' }]) {
+      expect(parseConfig(env).startupWarnings.join(' ')).toMatch(/METRICS_TOKEN is not set: GET \/metrics answers anyone/);
+    }
+    const token = 'a-metrics-token-of-32-characters';
+    expect(parseConfig({ GATEHOOK_ENCRYPTION_KEY: key, METRICS_TOKEN: token }).startupWarnings.join(' ')).not.toMatch(/METRICS_TOKEN/);
+    for (const NODE_ENV of ['development', 'test']) {
+      expect(parseConfig({ NODE_ENV }).startupWarnings.join(' ')).not.toMatch(/METRICS_TOKEN/);
+    }
+    expect(openMetricsWarning({ NODE_ENV: 'production', METRICS_TOKEN: token })).toBeNull();
+    expect(openMetricsWarning({ NODE_ENV: 'production' })).toMatch(/METRICS_TOKEN is not set/);
   });
 });

@@ -72,6 +72,11 @@ const envSchema = z.object({
   API_KEY_CACHE_MAX: integer(1).default(10_000),
   /** Backstop when a revocation message is lost (Redis down): a cached key is checked again at least this often. */
   API_KEY_CACHE_TTL_MS: integer(100, 3_600_000).default(30_000),
+  /**
+   * Unknown (or revoked) key hashes remembered per process, in a cache of their own: a flood of random keys evicts
+   * only other unknown keys, never a verified one.
+   */
+  API_KEY_MISS_CACHE_MAX: integer(1).default(1_000),
 });
 
 export type Config = Omit<z.output<typeof envSchema>, 'GATEHOOK_ENCRYPTION_KEY' | 'NODE_ENV'> & {
@@ -126,5 +131,19 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
         'This is for development and tests only.',
     );
   }
+  const metrics = openMetricsWarning({ NODE_ENV: nodeEnv, METRICS_TOKEN: parsed.METRICS_TOKEN });
+  if (metrics) startupWarnings.push(metrics);
   return { ...parsed, NODE_ENV: nodeEnv, GATEHOOK_ENCRYPTION_KEY: key, startupWarnings };
+}
+
+/**
+ * The start-up warning of a production process (NODE_ENV production, or unset) whose `/metrics` answers anyone
+ * because METRICS_TOKEN is not set; null otherwise. Development and test keep `/metrics` open without a word.
+ */
+export function openMetricsWarning(config: { NODE_ENV: Config['NODE_ENV']; METRICS_TOKEN?: string | undefined }): string | null {
+  if (config.NODE_ENV !== 'production' || config.METRICS_TOKEN) return null;
+  return (
+    'METRICS_TOKEN is not set: GET /metrics answers anyone who reaches this port (queue depths, tenants\' traffic, ' +
+    'process internals). Set METRICS_TOKEN (at least ' + `${MIN_METRICS_TOKEN_LENGTH} characters) wherever the port is reachable from outside.`
+  );
 }

@@ -1,4 +1,6 @@
-import { AUTH_TAG_BYTES, SecretBox, generateEncryptionKey } from '@gatehook/core/encryption';
+import { AUTH_TAG_BYTES, SecretBox, generateEncryptionKey, type SecretPlace } from '@gatehook/core/encryption';
+
+const place: SecretPlace = { column: 'webhooks.url_encrypted', row: '00000000-0000-4000-8000-000000000001' };
 
 describe('SecretBox', () => {
   const k1 = generateEncryptionKey();
@@ -6,49 +8,74 @@ describe('SecretBox', () => {
 
   it('round-trips strings and maps without the clear text in the token', () => {
     const box = new SecretBox(k1);
-    const token = box.encrypt('https://example.com/hook?token=plantedsecret');
+    const token = box.encrypt('https://example.com/hook?token=plantedsecret', place);
     expect(token).not.toContain('plantedsecret');
-    expect(box.decrypt(token)).toBe('https://example.com/hook?token=plantedsecret');
-    expect(box.decryptMap(box.encryptMap({ API_KEY: 'v1' }))).toEqual({ API_KEY: 'v1' });
+    expect(box.decrypt(token, place)).toBe('https://example.com/hook?token=plantedsecret');
+    expect(box.decryptMap(box.encryptMap({ API_KEY: 'v1' }, place), place)).toEqual({ API_KEY: 'v1' });
   });
 
   it('uses a fresh IV for every encryption', () => {
     const box = new SecretBox(k1);
-    expect(box.encrypt('same')).not.toBe(box.encrypt('same'));
+    expect(box.encrypt('same', place)).not.toBe(box.encrypt('same', place));
   });
 
   it('decrypts with an older key after rotation and encrypts with the first', () => {
     const old = new SecretBox(k1);
     const rotated = new SecretBox(`${k2},${k1}`);
-    const token = old.encrypt('value');
-    expect(rotated.decrypt(token)).toBe('value');
-    expect(() => old.decrypt(rotated.encrypt('value'))).toThrow(/no configured encryption key/);
+    const token = old.encrypt('value', place);
+    expect(rotated.decrypt(token, place)).toBe('value');
+    expect(() => old.decrypt(rotated.encrypt('value', place), place)).toThrow(/no configured encryption key/);
   });
 
   it('rejects tampered ciphertext', () => {
     const box = new SecretBox(k1);
-    const token = box.encrypt('value');
+    const token = box.encrypt('value', place);
     const last = token.at(-2) === 'A' ? 'B' : 'A';
-    expect(() => box.decrypt(token.slice(0, -2) + last + token.slice(-1))).toThrow();
+    expect(() => box.decrypt(token.slice(0, -2) + last + token.slice(-1), place)).toThrow();
   });
 
   it('refuses a truncated authentication tag (AUTH_TAG_BYTES = 16, no shorter tag accepted)', () => {
     expect(AUTH_TAG_BYTES).toBe(16);
     const box = new SecretBox(k1);
-    const [format, keyId, payload] = box.encrypt('').split('.');
+    const [format, keyId, payload] = box.encrypt('', place).split('.');
     const sealed = Buffer.from(payload!, 'base64url');
     expect(sealed).toHaveLength(12 + AUTH_TAG_BYTES);
     // Every cut of the tag, down to GCM's 4-byte minimum and below, is refused.
     for (let cut = 1; cut <= sealed.length; cut++) {
       const token = `${format}.${keyId}.${sealed.subarray(0, sealed.length - cut).toString('base64url')}`;
-      expect(() => box.decrypt(token)).toThrow();
+      expect(() => box.decrypt(token, place)).toThrow();
     }
     const fourByteTag = `${format}.${keyId}.${sealed.subarray(0, 16).toString('base64url')}`;
-    expect(() => box.decrypt(fourByteTag)).toThrow(/truncated/);
+    expect(() => box.decrypt(fourByteTag, place)).toThrow(/truncated/);
   });
 
   it('refuses keys that are not 32 bytes', () => {
     expect(() => new SecretBox(Buffer.alloc(16).toString('base64'))).toThrow(/32 bytes/);
     expect(() => new SecretBox(' , ')).toThrow(/at least one/);
+  });
+
+  it('binds a token to its column and row: it opens there and nowhere else', () => {
+    const box = new SecretBox(k1);
+    const token = box.encrypt('https://receiver.example/hook', place);
+    expect(token.startsWith('gh2.')).toBe(true);
+    expect(box.decrypt(token, { ...place })).toBe('https://receiver.example/hook');
+    // Moved to another webhook's row, or to another column of the same row: refused.
+    expect(() => box.decrypt(token, { ...place, row: '00000000-0000-4000-8000-000000000002' })).toThrow();
+    expect(() => box.decrypt(token, { ...place, column: 'webhooks.secret_encrypted' })).toThrow();
+    expect(() => box.decryptMap(box.encryptMap({ A: '1' }, place), { column: 'webhooks.vars_encrypted', row: place.row })).toThrow();
+    // Relabelled as a legacy token to shed its binding: the tag no longer matches.
+    expect(() => box.decrypt(token.replace(/^gh2\./, 'gh1.'), { ...place, row: 'another' })).toThrow();
+  });
+
+  it('still opens legacy tokens (gh1, unbound), made by the format before binding, wherever they are', () => {
+    // Made by the previous SecretBox with this key; kept as a fixture so the old format stays readable.
+    const legacyKey = 'BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=';
+    const url = 'gh1.4bb06f8e.PtwVJBiksJAajreHhxWoOETzI5Nz2LkVOUcCm2f3nsIdLJj2jSfFBfIcymAIw2ToPERnEr43pQ';
+    const vars = 'gh1.4bb06f8e.jgcTA4XQVqtIu06NLBaQpN1NpSe8RMZp0s7IYZVsvEIpvmbrO128R2dB3TkxQEHrvPM';
+    const box = new SecretBox(legacyKey);
+    expect(box.decrypt(url, place)).toBe('https://legacy.example/hook');
+    expect(box.decryptMap(vars, { column: 'webhooks.vars_encrypted', row: place.row })).toEqual({ TOKEN: 'legacy-var' });
+    // Written again, the value gets the bound format.
+    expect(box.encrypt(box.decrypt(url, place), place).startsWith('gh2.')).toBe(true);
   });
 });

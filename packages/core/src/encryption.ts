@@ -1,6 +1,32 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 
-const FORMAT = 'gh1';
+/** Tokens bound to their column and row (additional authenticated data); every token encrypt() makes. */
+const FORMAT = 'gh2';
+/** Tokens made before binding existed: they open without additional data, wherever they are stored. */
+const LEGACY_FORMAT = 'gh1';
+
+/** Every column that holds a token of this box, named `table.column`. */
+export type SecretColumn =
+  | 'webhooks.url_encrypted'
+  | 'webhooks.vars_encrypted'
+  | 'webhooks.headers_encrypted'
+  | 'webhooks.secret_encrypted'
+  | 'webhooks.previous_secret_encrypted'
+  | 'deliveries.body_encrypted';
+
+/**
+ * Where a token is stored: its column and the id of its row. It is bound into the token as GCM's additional
+ * authenticated data, so a token copied to another row or column (by anyone who can write the database but holds
+ * no key) does not decrypt there.
+ */
+export interface SecretPlace {
+  column: SecretColumn;
+  row: string;
+}
+
+function additionalData(place: SecretPlace): Buffer {
+  return Buffer.from(`${place.column}:${place.row}`, 'utf8');
+}
 
 /** GCM nonce length. */
 const IV_BYTES = 12;
@@ -16,7 +42,10 @@ interface Key {
 /**
  * AES-256-GCM for every secret at rest (URL, header values, var values, signing secrets, stored bodies).
  * The first key encrypts; every key decrypts, so keys rotate by prepending a new one. Each ciphertext names
- * its key by a short fingerprint, so decryption never has to try keys in turn.
+ * its key by a short fingerprint, so decryption never has to try keys in turn. Each token is bound to its place
+ * ({@link SecretPlace}) as additional authenticated data: `gh2` tokens open only in the column and row they were
+ * made for; `gh1` tokens, made before binding existed, still open anywhere and are replaced by `gh2` tokens as their
+ * rows are written again. Binding costs no key derivation: the additional data is a few bytes fed to GCM.
  */
 export class SecretBox {
   private readonly keys: Key[];
@@ -36,20 +65,21 @@ export class SecretBox {
     });
   }
 
-  /** Encrypts a UTF-8 string or bytes into a self-describing text token. */
-  encrypt(plain: string | Buffer): string {
+  /** Encrypts a UTF-8 string or bytes into a self-describing text token, bound to the place it is stored. */
+  encrypt(plain: string | Buffer, place: SecretPlace): string {
     const key = this.keys[0]!;
     const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', key.bytes, iv, { authTagLength: AUTH_TAG_BYTES });
+    cipher.setAAD(additionalData(place));
     const data = Buffer.concat([cipher.update(plain), cipher.final()]);
     const sealed = Buffer.concat([iv, data, cipher.getAuthTag()]);
     return `${FORMAT}.${key.id}.${sealed.toString('base64url')}`;
   }
 
-  /** Decrypts a token made by encrypt() into bytes. */
-  decryptBytes(token: string): Buffer {
+  /** Decrypts a token made by encrypt() for the same place (or a legacy unbound token) into bytes. */
+  decryptBytes(token: string, place: SecretPlace): Buffer {
     const [format, keyId, payload] = token.split('.');
-    if (format !== FORMAT || !keyId || payload === undefined) throw new Error('not an encrypted value');
+    if ((format !== FORMAT && format !== LEGACY_FORMAT) || !keyId || payload === undefined) throw new Error('not an encrypted value');
     const key = this.keys.find((k) => k.id === keyId);
     if (!key) throw new Error(`no configured encryption key matches key id ${keyId}`);
     const sealed = Buffer.from(payload, 'base64url');
@@ -59,22 +89,23 @@ export class SecretBox {
     const tag = sealed.subarray(sealed.length - AUTH_TAG_BYTES);
     const decipher = createDecipheriv('aes-256-gcm', key.bytes, iv, { authTagLength: AUTH_TAG_BYTES });
     decipher.setAuthTag(tag);
+    if (format === FORMAT) decipher.setAAD(additionalData(place));
     return Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, sealed.length - AUTH_TAG_BYTES)), decipher.final()]);
   }
 
-  /** Decrypts a token made by encrypt() into a UTF-8 string. */
-  decrypt(token: string): string {
-    return this.decryptBytes(token).toString('utf8');
+  /** Decrypts a token made by encrypt() for the same place (or a legacy unbound token) into a UTF-8 string. */
+  decrypt(token: string, place: SecretPlace): string {
+    return this.decryptBytes(token, place).toString('utf8');
   }
 
-  /** Encrypts a map of names to values as one token. */
-  encryptMap(values: Record<string, string>): string {
-    return this.encrypt(JSON.stringify(values));
+  /** Encrypts a map of names to values as one token, bound to the place it is stored. */
+  encryptMap(values: Record<string, string>, place: SecretPlace): string {
+    return this.encrypt(JSON.stringify(values), place);
   }
 
-  /** Decrypts a token made by encryptMap(). */
-  decryptMap(token: string): Record<string, string> {
-    const parsed: unknown = JSON.parse(this.decrypt(token));
+  /** Decrypts a token made by encryptMap() for the same place. */
+  decryptMap(token: string, place: SecretPlace): Record<string, string> {
+    const parsed: unknown = JSON.parse(this.decrypt(token, place));
     const out: Record<string, string> = {};
     if (parsed && typeof parsed === 'object') {
       for (const [k, v] of Object.entries(parsed)) if (typeof v === 'string') out[k] = v;

@@ -17,6 +17,8 @@ export interface StoredWebhook {
   maxEvents: number;
   template: string;
   urlEncrypted: string;
+  /** Names of the webhook's variables, in clear (their values are in `varsEncrypted`). */
+  varNames: readonly string[];
   varsEncrypted: string | null;
   headersEncrypted: string | null;
   secretEncrypted: string;

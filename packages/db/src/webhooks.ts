@@ -1,12 +1,13 @@
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import type { Pool } from './client';
 
-const COLUMNS = `id, org_id, name, status, events, condition, format, max_events, template, url_encrypted, vars_encrypted,
+const COLUMNS = `id, org_id, name, status, events, condition, format, max_events, template, url_encrypted, var_names, vars_encrypted,
   headers_encrypted, secret_encrypted, previous_secret_encrypted, previous_secret_valid_until, active_since`;
 
 type Row = {
   id: string; org_id: string; name: string; status: StoredWebhook['status']; events: string[]; condition: string;
-  format: StoredWebhook['format']; max_events: number; template: string; url_encrypted: string; vars_encrypted: string | null;
+  format: StoredWebhook['format']; max_events: number; template: string; url_encrypted: string; var_names: string[];
+  vars_encrypted: string | null;
   headers_encrypted: string | null; secret_encrypted: string; previous_secret_encrypted: string | null;
   previous_secret_valid_until: Date | null; active_since: Date;
 };
@@ -23,6 +24,7 @@ function toStoredWebhook(r: Row): StoredWebhook {
     maxEvents: r.max_events,
     template: r.template,
     urlEncrypted: r.url_encrypted,
+    varNames: r.var_names,
     varsEncrypted: r.vars_encrypted,
     headersEncrypted: r.headers_encrypted,
     secretEncrypted: r.secret_encrypted,

@@ -76,18 +76,21 @@ async function waitFor(condition: () => boolean): Promise<void> {
 
 describe('prepareRequest', () => {
   const box = new SecretBox(DEVELOPMENT_ENCRYPTION_KEY);
+  const webhookId = randomUUID();
   const webhook = toLiveWebhook(
     {
-      id: randomUUID(), orgId: randomUUID(), name: 'w', status: 'active', events: ['*'], condition: '', format: 'single', maxEvents: 1, template: '',
-      urlEncrypted: box.encrypt('https://receiver.example/hook'), varsEncrypted: null, headersEncrypted: null, secretEncrypted: box.encrypt(generateSigningSecret()),
+      id: webhookId, orgId: randomUUID(), name: 'w', status: 'active', events: ['*'], condition: '', format: 'single', maxEvents: 1, template: '',
+      urlEncrypted: box.encrypt('https://receiver.example/hook', { column: 'webhooks.url_encrypted', row: webhookId }), varNames: [], varsEncrypted: null, headersEncrypted: null,
+      secretEncrypted: box.encrypt(generateSigningSecret(), { column: 'webhooks.secret_encrypted', row: webhookId }),
       previousSecretEncrypted: null, previousSecretValidUntil: null, activeSince: new Date(0),
     },
     box,
   );
   const body = JSON.stringify({ type: 'tool.called', data: { id: randomUUID(), note: 'x'.repeat(5000) } });
+  const deliveryId = randomUUID();
   const delivery: RunnableDelivery = {
-    id: randomUUID(), orgId: webhook.orgId, webhookId: webhook.id, status: 'pending', cycleAttempts: 0, throttledStreak: 0,
-    bodyEncrypted: sealBody(box, body), contentType: 'application/json', leasedUntil: new Date(Date.now() + 10_000),
+    id: deliveryId, orgId: webhook.orgId, webhookId: webhook.id, status: 'pending', cycleAttempts: 0, throttledStreak: 0,
+    bodyEncrypted: sealBody(box, body, deliveryId, webhook), contentType: 'application/json', leasedUntil: new Date(Date.now() + 10_000),
   };
   const now = new Date();
 

@@ -71,7 +71,7 @@ export interface PreparedRequest {
 
 /** Prepares one delivery's request (pure but for decryption): its body, and headers signed with the live secrets. */
 export function prepareRequest(deps: Pick<EngineContext, 'box'>, webhook: LiveWebhook, delivery: RunnableDelivery, now: Date): PreparedRequest {
-  const body = delivery.body ?? openBody(deps.box, delivery.bodyEncrypted ?? '');
+  const body = delivery.body ?? openBody(deps.box, delivery.bodyEncrypted ?? '', delivery.id);
   const secrets = [webhook.secret];
   if (webhook.previousSecret && webhook.previousSecretValidUntil && webhook.previousSecretValidUntil > now) secrets.push(webhook.previousSecret);
   const headers = deliveryHeaders({

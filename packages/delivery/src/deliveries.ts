@@ -61,12 +61,13 @@ export function prepareDeliveries(
   const { bodies, oversized } = packBodies(webhook.format, rendered, webhook.maxEvents);
   for (const eventId of oversized) deliveries.push(failed(eventId, 'payload_too_large: the event alone exceeds the 1 MB body limit'));
   for (const body of bodies) {
+    const id = randomUUID();
     deliveries.push({
-      id: randomUUID(),
+      id,
       webhookId: webhook.id,
       eventIds: body.eventIds,
       status: 'pending',
-      bodyEncrypted: sealBody(box, body.body),
+      bodyEncrypted: sealBody(box, body.body, id, webhook),
       body: body.body,
       contentType: body.contentType,
       error: null,

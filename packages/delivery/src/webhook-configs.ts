@@ -60,12 +60,13 @@ export function toLiveWebhook(stored: StoredWebhook, box: SecretBox, logger?: Lo
   let previousSecret: string | null = null;
   let unreadable: string | null = null;
   try {
-    url = box.decrypt(stored.urlEncrypted);
+    const row = stored.id;
+    url = box.decrypt(stored.urlEncrypted, { column: 'webhooks.url_encrypted', row });
     origin = new URL(url).origin;
-    headers = stored.headersEncrypted ? box.decryptMap(stored.headersEncrypted) : {};
-    vars = stored.varsEncrypted ? box.decryptMap(stored.varsEncrypted) : {};
-    secret = box.decrypt(stored.secretEncrypted);
-    previousSecret = stored.previousSecretEncrypted ? box.decrypt(stored.previousSecretEncrypted) : null;
+    headers = stored.headersEncrypted ? box.decryptMap(stored.headersEncrypted, { column: 'webhooks.headers_encrypted', row }) : {};
+    vars = stored.varsEncrypted ? box.decryptMap(stored.varsEncrypted, { column: 'webhooks.vars_encrypted', row }) : {};
+    secret = box.decrypt(stored.secretEncrypted, { column: 'webhooks.secret_encrypted', row });
+    previousSecret = stored.previousSecretEncrypted ? box.decrypt(stored.previousSecretEncrypted, { column: 'webhooks.previous_secret_encrypted', row }) : null;
   } catch {
     unreadable = 'secret_unreadable: a stored secret of this webhook cannot be decrypted with the configured keys';
   }

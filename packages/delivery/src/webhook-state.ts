@@ -17,17 +17,28 @@ const reasonText: Record<AutomaticDisableReason, string> = {
   template_error: 'its payload template no longer renders',
 };
 
+/** Why a webhook's queued deliveries are cancelled; it becomes their `error`. */
+export type CancelReason = 'webhook_paused' | 'webhook_disabled' | 'url_origin_changed';
+
 /**
  * Drops what is queued for a webhook that stopped being active (pause, disable): its pending and retrying
  * deliveries fail with an error saying why, and its batch buffer is emptied. Runs in the caller's transaction.
+ *
+ * `url_origin_changed` (a PATCH moved the URL to another scheme, host or port, CONTRACT 15): every body stored so
+ * far was rendered with the old receiver's variables, so none may reach the new one. Pending and retrying
+ * deliveries fail, and failed ones that could still be retried or recovered lose their stored body, in the same
+ * statement; without a body a delivery is not retryable (CONTRACT 5), so retry answers 409 and recover skips it.
+ * The batch buffer stays: its events are not rendered yet and go out rendered for the new receiver.
  */
-export async function cancelQueuedWork(tx: Prisma.TransactionClient, webhookId: string, error: 'webhook_paused' | 'webhook_disabled'): Promise<number> {
+export async function cancelQueuedWork(tx: Prisma.TransactionClient, webhookId: string, error: CancelReason): Promise<number> {
+  const originChanged = error === 'url_origin_changed';
+  const queued: Prisma.DeliveryWhereInput = { status: { in: ['pending', 'retrying'] } };
   const cancelled = await tx.delivery.updateMany({
-    where: { webhookId, status: { in: ['pending', 'retrying'] } },
+    where: originChanged ? { webhookId, OR: [queued, { status: 'failed', bodyEncrypted: { not: null } }] } : { webhookId, ...queued },
     // The lease stays: an attempt in flight keeps it until it is recorded, so a resume and retry cannot send twice.
-    data: { status: 'failed', error, nextRetryAt: null },
+    data: { status: 'failed', error, nextRetryAt: null, ...(originChanged ? { bodyEncrypted: null } : {}) },
   });
-  await tx.batchItem.deleteMany({ where: { webhookId } });
+  if (!originChanged) await tx.batchItem.deleteMany({ where: { webhookId } });
   return cancelled.count;
 }
 

@@ -9,7 +9,9 @@ import type { Db } from '@gatehook/db/client';
 
 /**
  * The principals of presented API keys, cached per process by key hash (never by the key itself), so a request
- * costs a SHA-256 and a map lookup instead of a Postgres query. Unknown and revoked keys are cached as null too.
+ * costs a SHA-256 and a map lookup instead of a Postgres query. Unknown and revoked keys are cached as null too,
+ * but apart (`missMax` entries): unauthenticated traffic with random keys evicts only other unknown keys, never a
+ * verified one, so it cannot turn every real request into a query.
  * Every change to a key is announced on the `api-keys` topic with its hash ({@link announceApiKeyChange}); each
  * process following it drops the entry at once, so a revocation takes effect everywhere within a second. When the
  * message is lost (Redis down), `ttlMs` bounds how long a revoked key may still be accepted.
@@ -17,8 +19,8 @@ import type { Db } from '@gatehook/db/client';
 export class ApiKeyCache {
   private readonly cache: ConfigCache<Principal>;
 
-  constructor(db: Db, options: { max: number; ttlMs: number }) {
-    this.cache = new ConfigCache<Principal>({ load: (keyHash) => findPrincipalByHash(db, keyHash), max: options.max, ttlMs: options.ttlMs });
+  constructor(db: Db, options: { max: number; missMax: number; ttlMs: number }) {
+    this.cache = new ConfigCache<Principal>({ load: (keyHash) => findPrincipalByHash(db, keyHash), ...options });
   }
 
   /** The principal of a key, or null when unknown or revoked; without a promise when cached (the common case). */
@@ -50,7 +52,7 @@ export function announceApiKeyChange(redis: Redis, prefix: string, keyHashes: re
  * staleness until then).
  */
 export async function startApiKeyCache(config: Config, db: Db, bus: InvalidationBus): Promise<ApiKeyCache> {
-  const cache = new ApiKeyCache(db, { max: config.API_KEY_CACHE_MAX, ttlMs: config.API_KEY_CACHE_TTL_MS });
+  const cache = new ApiKeyCache(db, { max: config.API_KEY_CACHE_MAX, missMax: config.API_KEY_MISS_CACHE_MAX, ttlMs: config.API_KEY_CACHE_TTL_MS });
   const following = cache.follow(bus);
   following.catch(() => undefined);
   await within(following, 2_000).catch(() => undefined);

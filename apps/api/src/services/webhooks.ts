@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { SecretBox } from '@gatehook/core/encryption';
+import type { SecretBox, SecretColumn, SecretPlace } from '@gatehook/core/encryption';
 import { AppError, notFound, validationError, type FieldIssue } from '@gatehook/core/errors';
 import { maskUrl } from '@gatehook/core/masking';
 import { generateSigningSecret } from '@gatehook/core/signing-secret';
@@ -7,7 +7,7 @@ import type { CreateWebhookInput, PatchWebhookInput, WebhookView } from '@gateho
 import type { Change } from '@gatehook/db/audit-events';
 import { compileEventCondition } from '@gatehook/conditions/event-condition';
 import { checkPayloadTemplate } from '@gatehook/delivery/payload-template';
-import { changeStatusManually, type ManualStatusOperation } from '@gatehook/delivery/webhook-state';
+import { cancelQueuedWork, changeStatusManually, type ManualStatusOperation } from '@gatehook/delivery/webhook-state';
 import type { Db, Prisma } from '@gatehook/db/client';
 import type { Webhook } from '@gatehook/db/generated/client';
 import { checkDestinationUrl, type CidrList, type HostLookup } from '@gatehook/egress/address-policy';
@@ -72,20 +72,36 @@ function checkExpressions(webhook: { condition: string; template: string; events
   if (issues.length > 0) throw validationError(issues);
 }
 
+/** Where a webhook's secret column is stored, for the binding of its token (encryption.ts). */
+function webhookPlace(column: SecretColumn & `webhooks.${string}`, id: string): SecretPlace {
+  return { column, row: id };
+}
+
+/** Whether a new URL leaves the origin (scheme, host, port; WHATWG `URL.origin`) of the stored one. */
+export function changesOrigin(storedUrl: string, newUrl: string): boolean {
+  return new URL(storedUrl).origin !== new URL(newUrl).origin;
+}
+
 /**
  * Applies PATCH semantics to a secret map: a blank value keeps the stored value, a name left out is removed.
- * A blank value for a name with nothing stored is an error, since there is nothing to keep.
+ * A blank value for a name with nothing stored is an issue, since there is nothing to keep. When the URL moves to
+ * another origin nothing is kept (CONTRACT 15: secrets follow no URL): every blank value is an issue.
  */
-function mergeSecretMap(field: 'vars' | 'headers', stored: Record<string, string>, patch: Record<string, string>): Record<string, string> {
+function mergeSecretMap(
+  field: 'vars' | 'headers',
+  stored: Record<string, string>,
+  patch: Record<string, string>,
+  originChanged: boolean,
+): { merged: Record<string, string>; issues: FieldIssue[] } {
   const issues: FieldIssue[] = [];
   const merged: Record<string, string> = {};
   for (const [name, value] of Object.entries(patch)) {
     if (value !== '') merged[name] = value;
+    else if (originChanged) issues.push({ path: `${field}.${name}`, message: "must be supplied again when the URL's origin changes" });
     else if (Object.hasOwn(stored, name)) merged[name] = stored[name]!;
     else issues.push({ path: `${field}.${name}`, message: 'a blank value keeps the stored value, but none is stored for this name' });
   }
-  if (issues.length > 0) throw validationError(issues);
-  return merged;
+  return { merged, issues };
 }
 
 function sameMap(a: Record<string, string>, b: Record<string, string>): boolean {
@@ -117,7 +133,7 @@ export async function createWebhook(deps: WebhookDeps, actor: Actor, input: Crea
         id,
         orgId: actor.principal.orgId,
         name: input.name,
-        urlEncrypted: deps.box.encrypt(input.url),
+        urlEncrypted: deps.box.encrypt(input.url, webhookPlace('webhooks.url_encrypted', id)),
         urlMask: maskUrl(input.url),
         events: input.events,
         condition: input.condition,
@@ -126,10 +142,10 @@ export async function createWebhook(deps: WebhookDeps, actor: Actor, input: Crea
         maxEvents: input.max_events,
         template: input.template,
         varNames: Object.keys(input.vars),
-        varsEncrypted: deps.box.encryptMap(input.vars),
+        varsEncrypted: deps.box.encryptMap(input.vars, webhookPlace('webhooks.vars_encrypted', id)),
         headerNames: Object.keys(input.headers),
-        headersEncrypted: deps.box.encryptMap(input.headers),
-        secretEncrypted: deps.box.encrypt(secret),
+        headersEncrypted: deps.box.encryptMap(input.headers, webhookPlace('webhooks.headers_encrypted', id)),
+        secretEncrypted: deps.box.encrypt(secret, webhookPlace('webhooks.secret_encrypted', id)),
         activeSince: now,
         createdAt: now,
       },
@@ -170,7 +186,11 @@ export async function getWebhook(deps: WebhookDeps, orgId: string, id: string): 
   return toWebhookView(row);
 }
 
-/** PATCH /webhooks/{id}: only fields present change; diffs carry masks and names, never secret values. */
+/**
+ * PATCH /webhooks/{id}: only fields present change; diffs carry masks and names, never secret values. A URL on
+ * another origin needs every var and header value again (a map left out of the body keeps every value, so it is
+ * refused too), and fails the deliveries rendered for the old receiver in the same transaction (CONTRACT 15).
+ */
 export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string, patch: PatchWebhookInput): Promise<WebhookView> {
   const newUrl = patch.url !== undefined && patch.url !== '' ? patch.url : undefined;
   if (newUrl !== undefined) await checkUrl(deps, newUrl);
@@ -197,29 +217,39 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
       (data as Record<string, unknown>)[column] = value;
     }
 
-    if (newUrl !== undefined && deps.box.decrypt(current.urlEncrypted) !== newUrl) {
-      const mask = maskUrl(newUrl);
-      changes.push({ field: 'url', old: current.urlMask, new: mask });
-      data.urlEncrypted = deps.box.encrypt(newUrl);
-      data.urlMask = mask;
+    let originChanged = false;
+    if (newUrl !== undefined) {
+      const storedUrl = deps.box.decrypt(current.urlEncrypted, webhookPlace('webhooks.url_encrypted', id));
+      if (storedUrl !== newUrl) {
+        originChanged = changesOrigin(storedUrl, newUrl);
+        const mask = maskUrl(newUrl);
+        changes.push({ field: 'url', old: current.urlMask, new: mask });
+        data.urlEncrypted = deps.box.encrypt(newUrl, webhookPlace('webhooks.url_encrypted', id));
+        data.urlMask = mask;
+      }
     }
 
     const maps = [
-      ['vars', patch.vars, current.varsEncrypted, current.varNames, 'varNames', 'varsEncrypted'],
-      ['headers', patch.headers, current.headersEncrypted, current.headerNames, 'headerNames', 'headersEncrypted'],
+      ['vars', patch.vars, current.varsEncrypted, current.varNames, 'varNames', 'varsEncrypted', 'webhooks.vars_encrypted'],
+      ['headers', patch.headers, current.headersEncrypted, current.headerNames, 'headerNames', 'headersEncrypted', 'webhooks.headers_encrypted'],
     ] as const;
     let finalVars: Record<string, string> | undefined;
-    for (const [field, incoming, storedToken, storedNames, namesColumn, encryptedColumn] of maps) {
+    const mapIssues: FieldIssue[] = [];
+    for (const [field, given, storedToken, storedNames, namesColumn, encryptedColumn, column] of maps) {
+      // On a new origin, a map left out would keep every stored value: it is read as every name given blank.
+      const incoming = given ?? (originChanged && storedNames.length > 0 ? Object.fromEntries(storedNames.map((n) => [n, ''])) : undefined);
       if (incoming === undefined) continue;
-      const stored = storedToken ? deps.box.decryptMap(storedToken) : {};
-      const merged = mergeSecretMap(field, stored, incoming);
+      const stored = storedToken ? deps.box.decryptMap(storedToken, webhookPlace(column, id)) : {};
+      const { merged, issues } = mergeSecretMap(field, stored, incoming, originChanged);
+      mapIssues.push(...issues);
       if (field === 'vars') finalVars = merged;
       if (sameMap(stored, merged)) continue;
       // Names only: values of vars and headers never enter an audit diff.
       changes.push({ field, old: storedNames, new: Object.keys(merged) });
       (data as Record<string, unknown>)[namesColumn] = Object.keys(merged);
-      (data as Record<string, unknown>)[encryptedColumn] = deps.box.encryptMap(merged);
+      (data as Record<string, unknown>)[encryptedColumn] = deps.box.encryptMap(merged, webhookPlace(column, id));
     }
+    if (mapIssues.length > 0) throw validationError(mapIssues);
 
     if (changes.length === 0) return current;
     // Narrowing events can invalidate the stored condition; removing a variable can break the template.
@@ -228,10 +258,11 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
         events: patch.events ?? current.events,
         condition: patch.condition ?? current.condition,
         template: patch.template ?? current.template,
-        vars: finalVars ?? (current.varsEncrypted ? deps.box.decryptMap(current.varsEncrypted) : {}),
+        vars: finalVars ?? (current.varsEncrypted ? deps.box.decryptMap(current.varsEncrypted, webhookPlace('webhooks.vars_encrypted', id)) : {}),
       });
     }
     const updated = await tx.webhook.update({ where: { id }, data });
+    if (originChanged) await cancelQueuedWork(tx, id, 'url_origin_changed');
     await record({ ...auditBase(actor, updated), action: 'webhook.updated', changes });
     return updated;
   });
@@ -247,6 +278,16 @@ export async function deleteWebhook(deps: WebhookDeps, actor: Actor, id: string)
   });
 }
 
+function reseal(box: SecretBox, token: string, from: SecretPlace, to: SecretPlace): string | null {
+  let plain: string;
+  try {
+    plain = box.decrypt(token, from);
+  } catch {
+    return null;
+  }
+  return box.encrypt(plain, to);
+}
+
 /** POST /webhooks/{id}/rotate-secret: the current secret stays valid for the overlap, then only the new one. */
 export async function rotateSecret(deps: WebhookDeps, actor: Actor, id: string): Promise<{ secret: string; previous_valid_until: string }> {
   const secret = generateSigningSecret();
@@ -256,8 +297,9 @@ export async function rotateSecret(deps: WebhookDeps, actor: Actor, id: string):
     await tx.webhook.update({
       where: { id },
       data: {
-        secretEncrypted: deps.box.encrypt(secret),
-        previousSecretEncrypted: current.secretEncrypted,
+        secretEncrypted: deps.box.encrypt(secret, webhookPlace('webhooks.secret_encrypted', id)),
+        // Bound to its new column; a secret no configured key opens could not sign anyway, so it is not carried over.
+        previousSecretEncrypted: reseal(deps.box, current.secretEncrypted, webhookPlace('webhooks.secret_encrypted', id), webhookPlace('webhooks.previous_secret_encrypted', id)),
         previousSecretValidUntil: validUntil,
       },
     });
