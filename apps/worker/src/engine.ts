@@ -11,7 +11,7 @@ import { AttemptRunner, type AttemptDeps } from '@gatehook/delivery/attempt';
 import { SendScheduler } from '@gatehook/delivery/scheduler/send-scheduler';
 import { flushBatch } from '@gatehook/delivery/batching';
 import { LocalDispatcher } from '@gatehook/delivery/dispatch';
-import type { EngineContext } from '@gatehook/delivery/fanout';
+import type { EngineContext } from '@gatehook/delivery/context';
 import { countsItsStart, fanOutGuarded } from '@gatehook/delivery/fanout-parking';
 import { DELIVER_CHUNK, DeliveryQueues, JOBS, waitingJobId } from '@gatehook/delivery/jobs';
 import { WEBHOOKS_TOPIC, WebhookConfigs } from '@gatehook/delivery/webhook-configs';

@@ -2,7 +2,7 @@
 // type-checked boolean program, evaluate to a result instead of a throw, and readable issues.
 
 import { Environment, EvaluationError, ParseError, TypeError as CelTypeError, type ASTNode, type ParseResult } from '@marcbachmann/cel-js';
-import { typedCostIssues } from './condition-ast';
+import { typedCostIssues, type ConditionIssue } from './condition-ast';
 import { instrument, withEvaluationBudget } from './evaluation-budget';
 import { registerRe2Matches } from './re2-matches';
 
@@ -22,9 +22,7 @@ const LIMITS = {
 };
 
 /** One readable problem with a condition, for a 422 on `condition`. */
-export interface ConditionIssue {
-  message: string;
-}
+export type { ConditionIssue };
 
 /** The outcome of running a condition on one input: an error means the caller skips the input. */
 export type EvaluationResult = { ok: true; matches: boolean } | { ok: false; error: string };

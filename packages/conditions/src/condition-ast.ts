@@ -3,7 +3,11 @@
 // condition is evaluated for every event of every subscribed webhook.
 
 import type { ASTNode } from '@marcbachmann/cel-js';
-import type { ConditionIssue } from './cel';
+
+/** One reason a condition is refused, readable by the admin who wrote it. */
+export interface ConditionIssue {
+  message: string;
+}
 
 /** Nested comprehensions multiply: three lists of 100 nested three deep are a million steps per event. */
 export const MAX_COMPREHENSION_NESTING = 2;

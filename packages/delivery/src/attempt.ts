@@ -4,8 +4,9 @@ import { leaseDeliveries, recordAttempts, releaseDeliveries, type AttemptRecord,
 import type { SendResult } from '@gatehook/egress/client';
 import { Admission } from './admission';
 import { streakChanges, trippedBreakers } from './circuit-breaker';
-import type { EngineContext } from './fanout';
+import type { EngineContext } from './context';
 import { decideNextState, type WebhookEffect } from './outcome';
+import type { RunnableDelivery } from './local-run';
 import type { SendScheduler, SendTurn } from './scheduler/send-scheduler';
 import { deliveryHeaders } from './signing';
 import { openBody } from './stored-body';
@@ -55,11 +56,7 @@ const RECORD_BATCH = 500;
  */
 const RECORD_INTERVAL_MS = 20;
 
-/**
- * A leased delivery about to be attempted; `body` is its body in clear when this process has it at hand (fan-out
- * created the delivery and runs its first attempt), so that it is not decrypted again.
- */
-export type RunnableDelivery = LeasedDelivery & { body?: string | null };
+export type { RunnableDelivery };
 
 /** A signed request, ready to send: everything the attempt needs, computed without I/O. */
 export interface PreparedRequest {

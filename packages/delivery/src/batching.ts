@@ -3,7 +3,7 @@ import { readEvents } from '@gatehook/db/outbox';
 import { loadWebhook } from '@gatehook/db/webhooks';
 import { prepareDeliveries } from './deliveries';
 import { dispatchDeliveries } from './dispatch';
-import type { EngineContext } from './fanout';
+import type { EngineContext } from './context';
 import { disableWebhook } from './webhook-state';
 
 /**

@@ -1,5 +1,6 @@
 import type { Logger } from '@gatehook/core/logger';
-import type { AttemptBatchOutcome, AttemptRunner, RunnableDelivery } from './attempt';
+import type { AttemptBatchOutcome, AttemptRunner } from './attempt';
+import type { LocalRun, LocalRuns } from './local-run';
 import { DELIVER_CHUNK, type DeliveryQueues } from './jobs';
 
 /**
@@ -10,15 +11,6 @@ import { DELIVER_CHUNK, type DeliveryQueues } from './jobs';
  */
 export const ROOM_WAIT_MS = 1_000;
 
-/** A run reserved in this process before its deliveries are committed, so that they can be created leased. */
-export interface LocalRun {
-  /** The lease the deliveries are to be created with. */
-  leaseUntil: Date;
-  /** Starts the attempts of the deliveries created leased until `leaseUntil` (none: the run is given back). */
-  start(leased: readonly RunnableDelivery[]): void;
-  /** Gives the run back unused: nothing was committed leased. */
-  cancel(): void;
-}
 
 /**
  * Runs fresh deliveries' first attempts in the process that created them, when it has room, instead of a round
@@ -30,7 +22,7 @@ export interface LocalRun {
  * when free at once; without them, for more than a job's chunk (DELIVER_CHUNK) at once, or once closing,
  * deliveries are queued.
  */
-export class LocalDispatcher {
+export class LocalDispatcher implements LocalRuns {
   private readonly running = new Set<Promise<void>>();
   private closed = false;
 
@@ -102,6 +94,6 @@ export class LocalDispatcher {
 }
 
 /** Hands committed, due deliveries to their first attempt: in this process when it can, else the deliver queue. */
-export function dispatchDeliveries(ctx: { local?: LocalDispatcher | undefined; queues: DeliveryQueues }, deliveryIds: readonly string[], orgId: string): Promise<void> {
+export function dispatchDeliveries(ctx: { local?: LocalRuns | undefined; queues: DeliveryQueues }, deliveryIds: readonly string[], orgId: string): Promise<void> {
   return ctx.local ? ctx.local.dispatch(deliveryIds, orgId) : ctx.queues.deliverNow(deliveryIds, orgId);
 }

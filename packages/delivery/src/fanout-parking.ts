@@ -1,6 +1,7 @@
 import { isDatabaseUnavailable } from '@gatehook/db/errors';
 import { recordFanoutFailures, startFanoutRuns, type FanoutAttempts } from '@gatehook/db/fanout-parking';
-import { fanOut, type EngineContext } from './fanout';
+import type { EngineContext } from './context';
+import { fanOut } from './fanout';
 
 /**
  * Fan-out runs an event may take without completing before it is parked: run alone, the same event failed this

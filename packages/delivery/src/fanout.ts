@@ -1,30 +1,12 @@
-import type { SecretBox } from '@gatehook/core/encryption';
-import type { Logger } from '@gatehook/core/logger';
 import { batches, subscribes } from '@gatehook/core/webhook-config';
-import type { Db, Pool } from '@gatehook/db/client';
 import type { AuditEventData } from './envelope';
 import { commitFanout, readPendingEvents } from '@gatehook/db/outbox';
 import { scheduleBatchFlushes } from './batching';
 import { prepareDeliveries, type PreparedDelivery } from './deliveries';
-import type { LocalDispatcher } from './dispatch';
+import type { EngineContext } from './context';
 import { DELIVER_CHUNK, type DeliveryQueues } from './jobs';
-import type { WebhookConfigs } from './webhook-configs';
-import { disableWebhook, type WebhookAnnouncer } from './webhook-state';
+import { disableWebhook } from './webhook-state';
 
-/** What fan-out, batch flushes and attempts share in one worker process. */
-export interface EngineContext {
-  db: Db;
-  pool: Pool;
-  box: SecretBox;
-  queues: DeliveryQueues;
-  configs: WebhookConfigs;
-  /** Tells every process that an organisation's webhooks changed (Redis pub/sub), after a change commits. */
-  announce: WebhookAnnouncer;
-  batchLingerMs: number;
-  logger?: Logger;
-  /** Runs fresh deliveries' first attempts in this process; without it they are queued. */
-  local?: LocalDispatcher;
-}
 
 /**
  * Fans committed audit events out to the active webhooks of their organisation that subscribe to them and whose
