@@ -12,6 +12,7 @@ import { deliveryHeaders } from './signing';
 import { openBody } from './stored-body';
 import type { LiveWebhook } from './webhook-configs';
 import { disableWebhook } from './webhook-state';
+import { deliveryError, stoppedBy } from './delivery-error';
 
 /** Sends one signed request; the egress client in production. */
 export type Sender = (request: { url: string; headers: Record<string, string>; body: string }) => Promise<SendResult>;
@@ -178,14 +179,14 @@ export class AttemptRunner {
     const { deps } = this;
     const webhook = await deps.configs.get(delivery.orgId, delivery.webhookId);
     const cancel = !webhook
-      ? 'webhook_deleted'
+      ? deliveryError('webhook_deleted')
       : webhook.status !== 'active'
-        ? `webhook_${webhook.status}`
+        ? deliveryError(stoppedBy(webhook.status))
         : delivery.bodyEncrypted === null
-          ? 'no_body'
+          ? deliveryError('no_body')
           : webhook.unreadable;
     if (cancel || !webhook) {
-      releases.push({ id: delivery.id, lease: delivery.leasedUntil, failWith: cancel ?? 'webhook_deleted' });
+      releases.push({ id: delivery.id, lease: delivery.leasedUntil, failWith: cancel ?? deliveryError('webhook_deleted') });
       deps.onFinished?.('failed');
       return 'cancelled';
     }
@@ -208,7 +209,7 @@ export class AttemptRunner {
       try {
         request = prepareRequest(deps, webhook, delivery, startedAt);
       } catch {
-        releases.push({ id: delivery.id, lease: delivery.leasedUntil, failWith: 'secret_unreadable: the stored body cannot be decrypted with the configured keys' });
+        releases.push({ id: delivery.id, lease: delivery.leasedUntil, failWith: deliveryError('secret_unreadable', 'the stored body cannot be decrypted with the configured keys') });
         deps.onFinished?.('failed');
         return 'cancelled';
       }

@@ -6,6 +6,7 @@ import { packBodies, type RenderedEvent } from './bodies';
 import { sealBody } from './stored-body';
 import type { AuditEventData } from './envelope';
 import type { LiveWebhook } from './webhook-configs';
+import { deliveryError } from './delivery-error';
 
 /** A delivery as fan-out prepared it: what is stored, and the body in clear for a first attempt in this process. */
 export interface PreparedDelivery extends NewDelivery {
@@ -54,12 +55,12 @@ export function prepareDeliveries(
     if (result.ok) rendered.push({ eventId: event.id, json: result.json });
     else {
       renderFailures += 1;
-      deliveries.push(failed(event.id, `template_error: ${result.error}`));
+      deliveries.push(failed(event.id, deliveryError('template_error', result.error)));
     }
   }
 
   const { bodies, oversized } = packBodies(webhook.format, rendered, webhook.maxEvents);
-  for (const eventId of oversized) deliveries.push(failed(eventId, 'payload_too_large: the event alone exceeds the 1 MB body limit'));
+  for (const eventId of oversized) deliveries.push(failed(eventId, deliveryError('payload_too_large', 'the event alone exceeds the 1 MB body limit')));
   for (const body of bodies) {
     const id = randomUUID();
     deliveries.push({

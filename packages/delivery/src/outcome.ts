@@ -1,4 +1,5 @@
 import { parseRetryAfter, retryDelayMs } from './schedule';
+import type { DeliveryErrorCode } from './delivery-error';
 
 /** Delivery status values (SPEC 3.1, CONTRACT 5). */
 export type DeliveryStatus = 'pending' | 'retrying' | 'succeeded' | 'failed';
@@ -45,7 +46,7 @@ export interface NextState {
   /** Consecutive 429s including this attempt; 0 after any other answer. */
   throttledStreak: number;
   /** Delivery-level error, set only when the delivery ends failed: `attempts_exhausted` or `gone`. */
-  error: string | null;
+  error: Extract<DeliveryErrorCode, 'attempts_exhausted' | 'gone'> | null;
 }
 
 /** How a response status is treated (SPEC 6.6). */

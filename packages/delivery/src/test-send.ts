@@ -7,6 +7,7 @@ import { packBodies } from './bodies';
 import type { AuditEventData } from './envelope';
 import { deliveryHeaders } from './signing';
 import { toLiveWebhook } from './webhook-configs';
+import { deliveryError } from './delivery-error';
 
 /** SPEC 2.3: the result of a test send. */
 export interface TestResult {
@@ -46,10 +47,10 @@ export async function sendTestEvent(deps: { box: SecretBox; send: Sender }, stor
   const webhook = toLiveWebhook(stored, deps.box);
   if (webhook.unreadable) return { success: false, error: webhook.unreadable, duration_ms: 0 };
   const rendered = webhook.render(testEvent(webhook, now));
-  if (!rendered.ok) return { success: false, error: `template_error: ${rendered.error}`, duration_ms: 0 };
+  if (!rendered.ok) return { success: false, error: deliveryError('template_error', rendered.error), duration_ms: 0 };
   const { bodies } = packBodies(webhook.format, [{ eventId: randomUUID(), json: rendered.json }], webhook.maxEvents);
   const body = bodies[0];
-  if (!body) return { success: false, error: 'payload_too_large', duration_ms: 0 };
+  if (!body) return { success: false, error: deliveryError('payload_too_large'), duration_ms: 0 };
 
   const secrets = [webhook.secret];
   if (webhook.previousSecret && webhook.previousSecretValidUntil && webhook.previousSecretValidUntil > now) secrets.push(webhook.previousSecret);

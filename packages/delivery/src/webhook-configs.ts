@@ -10,6 +10,7 @@ import { parseTemplate, type Template } from '@gatehook/templates/template';
 import type { AuditEventData } from './envelope';
 import { renderEnvelope } from './envelope';
 import { renderWithTemplate } from './payload-template';
+import { deliveryError } from './delivery-error';
 
 /** The invalidation topic of webhook configuration; its keys are organisation ids. */
 export const WEBHOOKS_TOPIC = 'webhooks';
@@ -68,7 +69,7 @@ export function toLiveWebhook(stored: StoredWebhook, box: SecretBox, logger?: Lo
     secret = box.decrypt(stored.secretEncrypted, { column: 'webhooks.secret_encrypted', row });
     previousSecret = stored.previousSecretEncrypted ? box.decrypt(stored.previousSecretEncrypted, { column: 'webhooks.previous_secret_encrypted', row }) : null;
   } catch {
-    unreadable = 'secret_unreadable: a stored secret of this webhook cannot be decrypted with the configured keys';
+    unreadable = deliveryError('secret_unreadable', 'a stored secret of this webhook cannot be decrypted with the configured keys');
   }
   let template: Template | Error | null = null;
   if (stored.template.trim() !== '') {

@@ -5,6 +5,7 @@ import type { Db, Prisma } from '@gatehook/db/client';
 import type { Webhook } from '@gatehook/db/generated/client';
 import type { DeliveryQueues } from './jobs';
 import type { WebhookConfigs } from './webhook-configs';
+import { stoppedBy, type DeliveryErrorCode } from './delivery-error';
 
 /** Announces, after commit, that an organisation's webhooks changed, so every process drops its cached copy. */
 export type WebhookAnnouncer = (orgId: string) => Promise<void>;
@@ -18,7 +19,7 @@ const reasonText: Record<AutomaticDisableReason, string> = {
 };
 
 /** Why a webhook's queued deliveries are cancelled; it becomes their `error`. */
-export type CancelReason = 'webhook_paused' | 'webhook_disabled' | 'url_origin_changed';
+export type CancelReason = Extract<DeliveryErrorCode, 'webhook_paused' | 'webhook_disabled' | 'url_origin_changed'>;
 
 /**
  * Drops what is queued for a webhook that stopped being active (pause, disable): its pending and retrying
@@ -74,7 +75,7 @@ export async function changeStatusManually(tx: Prisma.TransactionClient, current
       break;
   }
   const updated = await tx.webhook.update({ where: { id: current.id }, data });
-  if (updated.status !== 'active') await cancelQueuedWork(tx, current.id, updated.status === 'paused' ? 'webhook_paused' : 'webhook_disabled');
+  if (updated.status !== 'active') await cancelQueuedWork(tx, current.id, stoppedBy(updated.status));
   return updated;
 }
 

@@ -7,6 +7,7 @@ import type { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { restartDeliveries } from '@gatehook/delivery/manual';
 import { sendTestEvent, type TestResult } from '@gatehook/delivery/test-send';
 import { afterCursor, decodeCursor, decodeSequenceCursor, encodeSequenceCursor, page, sequencePage } from '../http/pagination';
+import { deliveryError } from '@gatehook/delivery/delivery-error';
 
 export interface DeliveryDeps {
   db: Db;
@@ -149,7 +150,7 @@ export async function retryDelivery(deps: DeliveryDeps, orgId: string, webhookId
   const delivery = await requireDelivery(deps.db, orgId, webhookId, deliveryId);
   if (webhook.status !== 'active') throw new AppError('conflict', `The webhook is ${webhook.status}; only deliveries of an active webhook can be retried`);
   if (delivery.status !== 'failed') throw new AppError('conflict', `The delivery is ${delivery.status}; only failed deliveries can be retried`);
-  if (delivery.error === 'url_origin_changed') {
+  if (delivery.error === deliveryError('url_origin_changed')) {
     throw new AppError('conflict', "The webhook's URL moved to another origin after this delivery was made, and its body was rendered for the old receiver; replay its events instead");
   }
   if (delivery.bodyEncrypted === null) throw new AppError('conflict', 'The delivery never produced a body, so there is nothing to re-send');
