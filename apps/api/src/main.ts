@@ -36,6 +36,7 @@ async function main(): Promise<RunningService> {
   const apiKeys = await startApiKeyCache(config, db, bus);
   const rateLimiting = await startConfiguredRateLimiter(config, db, { queues, logger, bus });
   const render = new RenderPool({ encryptionKey: config.GATEHOOK_ENCRYPTION_KEY, threads: config.API_RENDER_THREADS });
+  await render.warm();
   const api = createApi({
     config, db, redis, queues, logger, apiKeys, render,
     limiter: rateLimiting.limiter,

@@ -73,6 +73,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
   const configs = new WebhookConfigs(db, box, { logger });
   await configs.follow(bus);
   const render = new RenderPool({ encryptionKey: config.GATEHOOK_ENCRYPTION_KEY, threads: config.RENDER_THREADS });
+  await render.warm();
   const context: EngineContext = {
     db,
     pool,

@@ -69,6 +69,7 @@ export async function startTestApi(
   const apiKeys = await startApiKeyCache(config, db, bus);
   const rateLimiting = await startConfiguredRateLimiter(config, db, { queues, bus });
   const render = new RenderPool({ encryptionKey: config.GATEHOOK_ENCRYPTION_KEY, threads: config.API_RENDER_THREADS });
+  await render.warm();
   const api = createApi({
     config,
     render,

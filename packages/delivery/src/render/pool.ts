@@ -22,6 +22,9 @@ export const RENDER_HARD_DEADLINE_MS = 5_000;
 
 const THREAD_ENTRY = join(__dirname, 'thread-entry.cjs');
 
+/** The queue warm() uses: never an organisation id (those are UUIDs). */
+const WARM_UP_ORG = 'warm-up';
+
 export interface RenderPoolOptions {
   /** GATEHOOK_ENCRYPTION_KEY, handed to each thread at start. */
   encryptionKey: string;
@@ -57,6 +60,14 @@ export class RenderPool {
 
   get threads(): number {
     return this.pool.threads;
+  }
+
+  /**
+   * Resolves once every thread has loaded its code (a thread compiles the package's TypeScript as it starts, which
+   * takes a second or more): a process awaits it before taking work, so that its first renders do not wait for it.
+   */
+  async warm(): Promise<void> {
+    await Promise.all(Array.from({ length: this.threads }, () => this.pool.run(WARM_UP_ORG, 'ping', null)));
   }
 
   /** Plans deliveries (plan.ts) slice by slice; each slice waits for its organisation's turn again. */

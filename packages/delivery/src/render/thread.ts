@@ -51,6 +51,11 @@ function live(stored: StoredWebhook): LiveWebhook {
   return found;
 }
 
+/** Answers once this thread's code is loaded (RenderPool.warm). */
+export function ping(): true {
+  return true;
+}
+
 /** One slice of a fan-out, batch flush or replay plan (plan.ts). */
 export function plan(task: PlanTask): PlanSlice {
   return planSlice(task.input, task.progress, { box, live, until: Date.now() + task.sliceMs });
