@@ -11,6 +11,7 @@ import type { Db } from '@gatehook/db/client';
 import { registerStatementMetric } from '@gatehook/db/metrics';
 import type { Sender } from '@gatehook/delivery/attempt';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
+import type { RenderPool } from '@gatehook/delivery/render/pool';
 import { parseCidrList, type HostLookup } from '@gatehook/egress/address-policy';
 import type { RateLimiter } from '@gatehook/ratelimit/limiter';
 import { MemoryCounterStore } from '@gatehook/ratelimit/stores/memory';
@@ -43,6 +44,8 @@ export interface AppDeps {
   logger: Logger;
   /** Producer of delivery jobs; without it, ingested events are fanned out by the worker's reconciler. */
   queues?: DeliveryQueues;
+  /** Worker threads that render previews and test sends (CONTRACT 15); started and closed by the caller. */
+  render: RenderPool;
   /** Outbound sender for test sends (the egress client). */
   send?: Sender;
   /** The rate limiter behind POST /rate-limits/check (packages/ratelimit, started by the caller). */
@@ -117,9 +120,9 @@ function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; obse
   const routes: AnyRoute[] = [
     ...healthRoutes(deps.db, deps.redis),
     ...eventTypeRoutes(),
-    ...destinationRoutes(),
+    ...destinationRoutes(deps.render),
     ...auditEventRoutes(ingestDeps),
-    ...deliveryRoutes({ db: deps.db, box: deps.box, queues: deps.queues, send: deps.send }),
+    ...deliveryRoutes({ db: deps.db, box: deps.box, queues: deps.queues, send: deps.send, render: deps.render }),
     ...taskRoutes({ db: deps.db, queues: deps.queues, retentionDays: deps.config.DELIVERY_RETENTION_DAYS }),
     ...notificationRoutes(deps.db),
     ...webhookRoutes({

@@ -7,6 +7,7 @@ import { createLogger } from '@gatehook/core/logger';
 import { runService, type RunningService, closeRedis } from '@gatehook/core/service';
 import { createDb } from '@gatehook/db/client';
 import { DeliveryQueues } from '@gatehook/delivery/jobs';
+import { RenderPool } from '@gatehook/delivery/render/pool';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createApi } from './app';
 import { startApiKeyCache } from './http/api-keys';
@@ -34,8 +35,10 @@ async function main(): Promise<RunningService> {
   const bus = new InvalidationBus(subscriber, config.REDIS_PREFIX);
   const apiKeys = await startApiKeyCache(config, db, bus);
   const rateLimiting = await startConfiguredRateLimiter(config, db, { queues, logger, bus });
+  const render = new RenderPool({ encryptionKey: config.GATEHOOK_ENCRYPTION_KEY, threads: config.API_RENDER_THREADS });
+  await render.warm();
   const api = createApi({
-    config, db, redis, queues, logger, apiKeys,
+    config, db, redis, queues, logger, apiKeys, render,
     limiter: rateLimiting.limiter,
     box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY),
     send: (request) => egress.send(request),
@@ -62,7 +65,7 @@ async function main(): Promise<RunningService> {
       const idle = setInterval(() => server.closeIdleConnections(), 50);
       await once(server, 'close').catch(() => undefined);
       clearInterval(idle);
-      await Promise.allSettled([queues.close(), egress.close(), rateLimiting.close()]);
+      await Promise.allSettled([queues.close(), egress.close(), rateLimiting.close(), render.close()]);
       subscriber.disconnect();
       await Promise.allSettled([db.$disconnect(), closeRedis(redis), closeRedis(producer)]);
     },

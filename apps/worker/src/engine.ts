@@ -9,6 +9,7 @@ import { InvalidationBus, publishInvalidation } from '@gatehook/cache/invalidati
 import { sqlPool } from '@gatehook/db/client';
 import { AttemptRunner, type AttemptDeps } from '@gatehook/delivery/attempt';
 import { SendScheduler } from '@gatehook/delivery/scheduler/send-scheduler';
+import { RenderPool } from '@gatehook/delivery/render/pool';
 import { flushBatch } from '@gatehook/delivery/batching';
 import { LocalDispatcher } from '@gatehook/delivery/dispatch';
 import type { EngineContext } from '@gatehook/delivery/context';
@@ -41,6 +42,13 @@ const RETENTION_INTERVAL_MS = 3_600_000;
 /** Deliver jobs a worker takes at once per send slot; the room (Admission) bounds what they lease. */
 const DELIVER_JOBS_PER_SLOT = 4;
 
+/**
+ * Fan-out and batch-flush jobs one worker takes at once. They spend their time waiting for the render pool, which
+ * shares its threads fairly: enough of them run that one organisation's jobs waiting there never keep another
+ * organisation's job from being taken. A waiting job costs little (its events and plan in memory).
+ */
+const RENDERING_JOB_CONCURRENCY = 32;
+
 function resultClass(statusCode: number, error: string | null): string {
   if (statusCode === 0) return 'error';
   if (statusCode >= 200 && statusCode < 300 && !error) return '2xx';
@@ -66,12 +74,15 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
   const bus = new InvalidationBus(subscriber, prefix);
   const configs = new WebhookConfigs(db, box, { logger });
   await configs.follow(bus);
+  const render = new RenderPool({ encryptionKey: config.GATEHOOK_ENCRYPTION_KEY, threads: config.RENDER_THREADS });
+  await render.warm();
   const context: EngineContext = {
     db,
     pool,
     box,
     queues,
     configs,
+    render,
     announce: (orgId) => publishInvalidation(producer, prefix, WEBHOOKS_TOPIC, [orgId]),
     batchLingerMs: config.BATCH_LINGER_MS,
     logger,
@@ -109,7 +120,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
         for (const f of result.failed) metrics.fanoutFailures.inc({ outcome: f.parked ? 'parked' : 'failed' });
         return { events: result.events, deliveries: result.deliveries, failed: result.failed.length };
       },
-      { ...common, concurrency: 4 },
+      { ...common, concurrency: RENDERING_JOB_CONCURRENCY },
     ),
     new Worker(
       'batch',
@@ -117,7 +128,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
         const { webhookId, orgId } = JOBS.batch.parse(job.data);
         return flushBatch(context, webhookId, orgId);
       },
-      { ...common, concurrency: 4 },
+      { ...common, concurrency: RENDERING_JOB_CONCURRENCY },
     ),
     new Worker(
       'deliver',
@@ -181,6 +192,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
         await reconciler.stop();
         await Promise.allSettled(workers.map((w) => w.close()));
         await dispatcher.close();
+        await render.close();
         await egress.close();
         await queues.close();
         await bus.close();

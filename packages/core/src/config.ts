@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { MIN_METRICS_TOKEN_LENGTH } from './metrics-auth';
 
@@ -42,6 +43,13 @@ const envSchema = z.object({
   DELIVERY_ENDPOINT_CONCURRENCY: integer(1, 10_000).default(50),
   /** Optional ceiling of requests in flight per origin per worker process; 0: none (CONTRACT 15). */
   DELIVERY_ORIGIN_CONCURRENCY: integer(0, 10_000).default(0),
+  /**
+   * Render threads (CONTRACT 15): the worker's pool plans fan-outs, batch flushes and replays (one per core by
+   * default, at least 2); the API's renders previews and test sends. An organisation over its render budget holds
+   * at most all but one of them.
+   */
+  RENDER_THREADS: integer(2, 256).default(() => Math.max(2, availableParallelism())),
+  API_RENDER_THREADS: integer(2, 256).default(2),
   BATCH_LINGER_MS: integer(0, 600_000).default(1000),
   CIRCUIT_BREAKER_SECONDS: integer(1).default(259200),
   SECRET_ROTATION_OVERLAP_SECONDS: integer(0).default(86400),

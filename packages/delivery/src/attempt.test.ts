@@ -7,6 +7,7 @@ import { generateSigningSecret } from '@gatehook/core/signing-secret';
 import { AttemptRunner, prepareRequest, type AttemptDeps, type RunnableDelivery } from './attempt';
 import type { DeliveryQueues } from './jobs';
 import { SendScheduler } from './scheduler/send-scheduler';
+import type { RenderPool } from './render/pool';
 import { sealBody } from './stored-body';
 import { toLiveWebhook, WebhookConfigs } from './webhook-configs';
 
@@ -24,6 +25,7 @@ function deps(scheduler: SendScheduler, maxInProgress?: number): AttemptDeps {
     batchLingerMs: 1000,
     // Neither path below enqueues or sends: a delivery that is turned away or unknown never gets that far.
     queues: {} as DeliveryQueues,
+    render: {} as RenderPool,
     send: async () => {
       throw new Error('nothing is sent in these tests');
     },

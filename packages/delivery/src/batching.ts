@@ -1,7 +1,6 @@
 import { commitBatch, countBatchItems, dropBatchItems, readBatchItems } from '@gatehook/db/deliveries';
 import { readEvents } from '@gatehook/db/outbox';
 import { loadWebhook } from '@gatehook/db/webhooks';
-import { prepareDeliveries } from './deliveries';
 import { dispatchDeliveries } from './dispatch';
 import type { EngineContext } from './context';
 import { disableWebhook } from './webhook-state';
@@ -27,7 +26,7 @@ export async function scheduleBatchFlushes(
 /**
  * Turns a webhook's batch buffer into deliveries: full batches at once, and a partial batch once its oldest event
  * has waited BATCH_LINGER_MS (a partial batch not due yet gets a flush scheduled for when it is). Rendering and
- * encryption happen before the one statement that takes the entries out of the buffer and stores the deliveries,
+ * encryption happen in the render pool before the one statement that takes the entries out of the buffer and stores the deliveries,
  * all or nothing, so concurrent flushes of one webhook never send an event twice.
  */
 export async function flushBatch(ctx: EngineContext, webhookId: string, knownOrgId?: string): Promise<{ deliveries: number }> {
@@ -54,13 +53,13 @@ export async function flushBatch(ctx: EngineContext, webhookId: string, knownOrg
     }
     const eventIds = items.map((i) => i.eventId);
     const events = await readEvents(ctx.pool, orgId, eventIds);
-    const prepared = prepareDeliveries(webhook, events.map((e) => e.data), ctx.box, now);
+    const prepared = await ctx.render.plan(orgId, { webhooks: [webhook.stored], events, now, filter: 'all', buffer: false });
     const taken = await commitBatch(ctx.pool, { orgId, webhookId, eventIds, now, deliveries: prepared.deliveries });
     if (!taken) return { deliveries: total }; // another flush took these entries
     const due = prepared.deliveries.filter((d) => d.status === 'pending').map((d) => d.id);
     await dispatchDeliveries(ctx, due, orgId);
     total += due.length;
-    if (prepared.templateBroken) {
+    if (prepared.broken.length > 0) {
       await disableWebhook(ctx, orgId, webhookId, 'template_error');
       return { deliveries: total };
     }

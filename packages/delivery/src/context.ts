@@ -3,6 +3,7 @@ import type { Logger } from '@gatehook/core/logger';
 import type { Db, Pool } from '@gatehook/db/client';
 import type { DeliveryQueues } from './jobs';
 import type { LocalRuns } from './local-run';
+import type { RenderPool } from './render/pool';
 import type { WebhookConfigs } from './webhook-configs';
 import type { WebhookAnnouncer } from './webhook-state';
 
@@ -13,6 +14,8 @@ export interface EngineContext {
   box: SecretBox;
   queues: DeliveryQueues;
   configs: WebhookConfigs;
+  /** Worker threads that match, render, pack and seal (render/pool.ts). */
+  render: RenderPool;
   /** Tells every process that an organisation's webhooks changed (Redis pub/sub), after a change commits. */
   announce: WebhookAnnouncer;
   batchLingerMs: number;

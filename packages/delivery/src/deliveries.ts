@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { SecretBox } from '@gatehook/core/encryption';
+import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import { sanitiseText } from '@gatehook/core/sanitise';
 import type { NewDelivery } from '@gatehook/db/deliveries';
 import { packBodies, type RenderedEvent } from './bodies';
@@ -36,9 +37,20 @@ export function prepareDeliveries(
 ): PreparedDeliveries {
   const deliveries: PreparedDelivery[] = [];
   const rendered: RenderedEvent[] = [];
-  const failed = (eventId: string, error: string): PreparedDelivery => ({
+  for (const event of events) {
+    const result = webhook.render(event, envelopes);
+    if (result.ok) rendered.push({ eventId: event.id, json: result.json });
+    else deliveries.push(failedDelivery(webhook.id, event.id, deliveryError('template_error', result.error)));
+  }
+  deliveries.push(...packDeliveries(webhook, rendered, box, now));
+  return { deliveries, templateBroken: events.length > 0 && rendered.length === 0 };
+}
+
+/** The failed delivery of one event that produced no body: it carries the error and is not retryable. */
+export function failedDelivery(webhookId: string, eventId: string, error: string): PreparedDelivery {
+  return {
     id: randomUUID(),
-    webhookId: webhook.id,
+    webhookId,
     eventIds: [eventId],
     status: 'failed',
     bodyEncrypted: null,
@@ -47,20 +59,22 @@ export function prepareDeliveries(
     // A render error quotes template text of any length: stored, it goes through the one sanitiser.
     error: sanitiseText(error),
     nextRetryAt: null,
-  });
+  };
+}
 
-  let renderFailures = 0;
-  for (const event of events) {
-    const result = webhook.render(event, envelopes);
-    if (result.ok) rendered.push({ eventId: event.id, json: result.json });
-    else {
-      renderFailures += 1;
-      deliveries.push(failed(event.id, deliveryError('template_error', result.error)));
-    }
-  }
-
+/**
+ * Packs one webhook's rendered events into bodies of at most 1 MB by its format and max_events, and seals each
+ * body for storage: one pending delivery per body, and a failed one per event whose body alone exceeds 1 MB.
+ */
+export function packDeliveries(
+  webhook: Pick<StoredWebhook, 'id' | 'format' | 'maxEvents' | 'varNames'>,
+  rendered: readonly RenderedEvent[],
+  box: SecretBox,
+  now: Date,
+): PreparedDelivery[] {
+  const deliveries: PreparedDelivery[] = [];
   const { bodies, oversized } = packBodies(webhook.format, rendered, webhook.maxEvents);
-  for (const eventId of oversized) deliveries.push(failed(eventId, deliveryError('payload_too_large', 'the event alone exceeds the 1 MB body limit')));
+  for (const eventId of oversized) deliveries.push(failedDelivery(webhook.id, eventId, deliveryError('payload_too_large', 'the event alone exceeds the 1 MB body limit')));
   for (const body of bodies) {
     const id = randomUUID();
     deliveries.push({
@@ -75,5 +89,5 @@ export function prepareDeliveries(
       nextRetryAt: now,
     });
   }
-  return { deliveries, templateBroken: events.length > 0 && renderFailures === events.length };
+  return deliveries;
 }

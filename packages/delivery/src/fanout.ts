@@ -1,19 +1,15 @@
-import { batches, subscribes } from '@gatehook/core/webhook-config';
-import type { AuditEventData } from './envelope';
 import { commitFanout, readPendingEvents } from '@gatehook/db/outbox';
 import { scheduleBatchFlushes } from './batching';
-import { prepareDeliveries, type PreparedDelivery } from './deliveries';
 import type { EngineContext } from './context';
 import { DELIVER_CHUNK, type DeliveryQueues } from './jobs';
 import { disableWebhook } from './webhook-state';
 
-
 /**
  * Fans committed audit events out to the active webhooks of their organisation that subscribe to them and whose
  * condition matches: one delivery per event for unbatched webhooks; for batching ones, full batches as deliveries at once
- * and the rest (fewer than max_events) as batch-buffer entries. Conditions,
- * rendering and encryption run before any statement, against the cached configuration; then one statement
- * claims the events and stores what was prepared for exactly the events it claimed, so a duplicated job or a
+ * and the rest (fewer than max_events) as batch-buffer entries. Conditions, rendering and encryption run before
+ * any statement, in the render pool (render/plan.ts) against the cached configuration; then one statement claims
+ * the events and stores what was prepared for exactly the events it claimed, so a duplicated job or a
  * reconciler pass never creates a delivery twice. Webhooks only receive events received after the instant they became active (so not the event of that change).
  */
 export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readonly string[]): Promise<{ events: number; deliveries: number }> {
@@ -26,31 +22,17 @@ export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readon
   }
   const events = await readPendingEvents(ctx.pool, orgId, eventIds);
   if (events.length === 0) return { events: 0, deliveries: 0 };
-  const envelopes = new Map<string, string>();
-  const deliveries: PreparedDelivery[] = [];
-  const batchItems: { webhookId: string; eventId: string }[] = [];
-  const batched = new Map<string, { count: number; maxEvents: number }>();
-  const broken: string[] = [];
-
-  for (const webhook of webhooks) {
-    let direct: AuditEventData[] = [];
-    for (const { data, receivedAt } of events) {
-      if (!subscribes(webhook, data.action) || receivedAt <= webhook.activeSince) continue;
-      if (webhook.matches(data)) direct.push(data);
-    }
-    if (batches(webhook)) {
-      // Full batches go out from here; only the rest waits in the buffer for more events or the linger.
-      const whole = direct.length - (direct.length % webhook.maxEvents);
-      const rest = direct.slice(whole);
-      direct = direct.slice(0, whole);
-      for (const data of rest) batchItems.push({ webhookId: webhook.id, eventId: data.id });
-      batched.set(webhook.id, { count: rest.length, maxEvents: webhook.maxEvents });
-    }
-    if (direct.length === 0) continue;
-    const prepared = prepareDeliveries(webhook, direct, ctx.box, now, envelopes);
-    deliveries.push(...prepared.deliveries);
-    if (prepared.templateBroken) broken.push(webhook.id);
-  }
+  // Matching, rendering, packing and sealing run in the render pool, fairly shared between organisations; this
+  // event loop keeps the reads, the commit and the dispatch.
+  const plan = await ctx.render.plan(orgId, {
+    webhooks: webhooks.map((w) => w.stored),
+    events,
+    now,
+    filter: 'live',
+    buffer: true,
+  });
+  const { deliveries, batchItems, broken } = plan;
+  const batched = new Map(plan.batched);
 
   // Deliveries this process will attempt itself are created leased: their first attempt needs no lease statement.
   // A large fan-out goes to the queue in chunks instead, so that no run holds more than a job would.

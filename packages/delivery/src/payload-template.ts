@@ -1,6 +1,7 @@
 import { EVENT_CATALOGUE, eventType, type PayloadFieldType } from '@gatehook/core/event-catalogue';
 import { actionTitle } from '@gatehook/core/titles';
 import { parseTemplate, TemplateError, type ExecLimits, type Template } from '@gatehook/templates/template';
+import { defaultLimits } from '@gatehook/templates/exec';
 import type { AuditEventData } from './envelope';
 import { jsonProblem } from './json-check';
 
@@ -79,6 +80,13 @@ function describe(error: unknown): string {
  * small; a real template renders it in microseconds. Output and steps are bounded as at delivery.
  */
 export const SAVE_RENDER_LIMITS: Partial<ExecLimits> = { maxDurationMs: 250 };
+
+/**
+ * The render budget of one API request that renders (CONTRACT 15): a preview's events together, or a test send's
+ * event, get this much time in all, the time one delivery's event gets. Such renders run in the API's render pool
+ * (render/pool.ts), never on its event loop, so the API's other requests do not wait for them.
+ */
+export const REQUEST_RENDER_BUDGET_MS = defaultLimits.maxDurationMs;
 
 export type TemplateCheck = { ok: true; template: Template } | { ok: false; message: string };
 

@@ -17,11 +17,10 @@ import {
 } from '@gatehook/db/tasks';
 import { isDatabaseUnavailable } from '@gatehook/db/errors';
 import type { Webhook } from '@gatehook/db/generated/client';
-import { batches, subscribes } from '@gatehook/core/webhook-config';
+import { batches } from '@gatehook/core/webhook-config';
 import type { NewDelivery } from '@gatehook/db/deliveries';
-import { prepareDeliveries } from './deliveries';
 import { toEventData } from './event-data';
-import { toLiveWebhook } from './webhook-configs';
+import type { RenderPool } from './render/pool';
 import { disableWebhookAutomatically, type WebhookAnnouncer } from './webhook-state';
 import type { DeliveryQueues } from './jobs';
 import { restartDeliveries } from './manual';
@@ -154,6 +153,8 @@ export interface TaskDeps {
   /** How long a step is held before another worker may take the task over (TASK_LEASE_MS). */
   leaseMs: number;
   batchLingerMs: number;
+  /** The worker's render pool: replay matches and renders there, as fan-out does. */
+  render: RenderPool;
   /** Announces a webhook change (an automatic template_error disable) to every process's cache. */
   announce?: WebhookAnnouncer;
   onUnexpectedError?: (taskId: string, error: unknown) => void;
@@ -297,12 +298,6 @@ async function replayPage(
   schedule: Scheduler,
 ): Promise<Omit<PageResult, 'pacedUntil'>> {
   const rows = await replayablePage(tx, task, webhook.events, limit);
-  // Matched and rendered exactly as live traffic: the same compiled condition and template as fan-out.
-  const live = toLiveWebhook(webhook, deps.box);
-  const matched = rows
-    .filter((row) => subscribes(webhook, row.action))
-    .map(toEventData)
-    .filter((event) => live.matches(event));
   const last = rows.at(-1);
   const result: Omit<PageResult, 'pacedUntil'> = {
     handled: rows.length,
@@ -311,8 +306,11 @@ async function replayPage(
     due: [],
     disabled: null,
   };
-  if (matched.length === 0) return result;
-  const prepared = prepareDeliveries(live, matched, deps.box, now);
+  if (rows.length === 0) return result;
+  // Matched and rendered exactly as live traffic, by the same plan in the render pool as fan-out.
+  const events = rows.map((row) => ({ data: toEventData(row), receivedAt: row.receivedAt }));
+  const prepared = await deps.render.plan(webhook.orgId, { webhooks: [webhook], events, now, filter: 'replay', buffer: false });
+  if (prepared.deliveries.length === 0) return result;
   const pending = prepared.deliveries.filter((d) => d.status === 'pending');
   const slots = schedule(pending.length);
   const dueAt = new Map(pending.map((d, i) => [d.id, slots[i]!]));
@@ -333,6 +331,6 @@ async function replayPage(
     })),
   });
   result.due = pending.map((d) => ({ id: d.id, dueAt: dueAt.get(d.id)! }));
-  result.disabled = prepared.templateBroken ? await disableWebhookAutomatically(tx, webhook.id, 'template_error') : null;
+  result.disabled = prepared.broken.length > 0 ? await disableWebhookAutomatically(tx, webhook.id, 'template_error') : null;
   return result;
 }

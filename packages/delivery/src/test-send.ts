@@ -6,7 +6,8 @@ import type { Sender } from './attempt';
 import { packBodies } from './bodies';
 import type { AuditEventData } from './envelope';
 import { deliveryHeaders } from './signing';
-import { toLiveWebhook } from './webhook-configs';
+import { REQUEST_RENDER_BUDGET_MS } from './payload-template';
+import { toLiveWebhook, type LiveWebhook } from './webhook-configs';
 import { deliveryError } from './delivery-error';
 
 /** SPEC 2.3: the result of a test send. */
@@ -38,19 +39,35 @@ export function testEvent(webhook: Pick<StoredWebhook, 'id' | 'orgId' | 'name'>,
   };
 }
 
+/** A test send's body, or why there is none. */
+export type TestBody = { ok: true; body: string; contentType: string } | { ok: false; error: string };
+
+/**
+ * Renders and packs the body of a test send, with the webhook's template and format, within `budgetMs`
+ * (CONTRACT 15: the request's one render budget). Pure; the API runs it in its render pool.
+ */
+export function renderTestBody(webhook: LiveWebhook, event: AuditEventData, budgetMs: number = REQUEST_RENDER_BUDGET_MS): TestBody {
+  const rendered = webhook.render(event, undefined, { maxDurationMs: budgetMs });
+  if (!rendered.ok) return { ok: false, error: `template_error: ${rendered.error}` };
+  const { bodies } = packBodies(webhook.format, [{ eventId: event.id, json: rendered.json }], webhook.maxEvents);
+  const body = bodies[0];
+  return body ? { ok: true, body: body.body, contentType: body.contentType } : { ok: false, error: 'payload_too_large' };
+}
+
+/** Renders a test send's body away from the caller's event loop (the render pool), or in place. */
+export type TestRenderer = (webhook: StoredWebhook, event: AuditEventData) => Promise<TestBody>;
+
 /**
  * Sends a `webhook.test` event to one webhook whatever its status, ignoring its condition but using its template,
  * format, headers and secrets, and waits for the answer (SPEC 4.2). It neither starts nor ends a failure streak.
+ * The body is rendered by `render` (the API's render pool); signing and the request happen here.
  */
-export async function sendTestEvent(deps: { box: SecretBox; send: Sender }, stored: StoredWebhook): Promise<TestResult> {
+export async function sendTestEvent(deps: { box: SecretBox; send: Sender; render: TestRenderer }, stored: StoredWebhook): Promise<TestResult> {
   const now = new Date();
   const webhook = toLiveWebhook(stored, deps.box);
   if (webhook.unreadable) return { success: false, error: webhook.unreadable, duration_ms: 0 };
-  const rendered = webhook.render(testEvent(webhook, now));
-  if (!rendered.ok) return { success: false, error: deliveryError('template_error', rendered.error), duration_ms: 0 };
-  const { bodies } = packBodies(webhook.format, [{ eventId: randomUUID(), json: rendered.json }], webhook.maxEvents);
-  const body = bodies[0];
-  if (!body) return { success: false, error: deliveryError('payload_too_large'), duration_ms: 0 };
+  const body = await deps.render(stored, testEvent(webhook, now));
+  if (!body.ok) return { success: false, error: body.error, duration_ms: 0 };
 
   const secrets = [webhook.secret];
   if (webhook.previousSecret && webhook.previousSecretValidUntil && webhook.previousSecretValidUntil > now) secrets.push(webhook.previousSecret);

@@ -6,7 +6,7 @@ import type { Logger } from '@gatehook/core/logger';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import { sqlPool, type Db } from '@gatehook/db/client';
 import { loadOrgWebhooks } from '@gatehook/db/webhooks';
-import { parseTemplate, type Template } from '@gatehook/templates/template';
+import { parseTemplate, type ExecLimits, type Template } from '@gatehook/templates/template';
 import type { AuditEventData } from './envelope';
 import { renderEnvelope } from './envelope';
 import { renderWithTemplate } from './payload-template';
@@ -22,6 +22,8 @@ export type RenderResult = { ok: true; json: string } | { ok: false; error: stri
  * template compiled once, per load of its organisation's configuration.
  */
 export interface LiveWebhook extends StoredWebhook {
+  /** The stored row it was made from (secrets still encrypted): what crosses to the render threads. */
+  stored: StoredWebhook;
   url: string;
   origin: string;
   headers: Record<string, string>;
@@ -31,8 +33,11 @@ export interface LiveWebhook extends StoredWebhook {
   unreadable: string | null;
   /** SPEC 6.2: no condition matches everything; an evaluation error or a stored condition that no longer compiles skips. */
   matches(event: AuditEventData): boolean;
-  /** Renders one event through the template, or the default envelope (memoised per event in `envelopes`). */
-  render(event: AuditEventData, envelopes?: Map<string, string>): RenderResult;
+  /**
+   * Renders one event through the template, or the default envelope (memoised per event in `envelopes`); `limits`
+   * narrows the template's execution limits.
+   */
+  render(event: AuditEventData, envelopes?: Map<string, string>, limits?: Partial<ExecLimits>): RenderResult;
 }
 
 const MATCH_ALL = () => true;
@@ -81,6 +86,7 @@ export function toLiveWebhook(stored: StoredWebhook, box: SecretBox, logger?: Lo
   }
   return {
     ...stored,
+    stored,
     url,
     origin,
     headers,
@@ -88,7 +94,7 @@ export function toLiveWebhook(stored: StoredWebhook, box: SecretBox, logger?: Lo
     previousSecret,
     unreadable,
     matches: compileCondition(stored, logger),
-    render(event, envelopes) {
+    render(event, envelopes, limits) {
       if (template === null) {
         let json = envelopes?.get(event.id);
         if (json === undefined) {
@@ -97,7 +103,7 @@ export function toLiveWebhook(stored: StoredWebhook, box: SecretBox, logger?: Lo
         }
         return { ok: true, json };
       }
-      return renderWithTemplate(template, event, vars);
+      return renderWithTemplate(template, event, vars, limits);
     },
   };
 }

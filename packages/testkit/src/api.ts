@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import { Redis } from 'ioredis';
 import { createApi } from '@gatehook/api/app';
+import { RenderPool } from '@gatehook/delivery/render/pool';
 import { startApiKeyCache } from '@gatehook/api/http/api-keys';
 import { InvalidationBus } from '@gatehook/cache/invalidation';
 import { startConfiguredRateLimiter } from '@gatehook/api/services/rate-limit-check';
@@ -67,8 +68,11 @@ export async function startTestApi(
   const bus = new InvalidationBus(subscriber, config.REDIS_PREFIX);
   const apiKeys = await startApiKeyCache(config, db, bus);
   const rateLimiting = await startConfiguredRateLimiter(config, db, { queues, bus });
+  const render = new RenderPool({ encryptionKey: config.GATEHOOK_ENCRYPTION_KEY, threads: config.API_RENDER_THREADS });
+  await render.warm();
   const api = createApi({
     config,
+    render,
     db,
     redis,
     apiKeys,
@@ -111,7 +115,7 @@ export async function startTestApi(
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
-      await Promise.allSettled([queues?.close(), egress.close(), rateLimiting.close()]);
+      await Promise.allSettled([queues?.close(), egress.close(), rateLimiting.close(), render.close()]);
       subscriber.disconnect();
       await Promise.allSettled([db.$disconnect(), closeRedis(redis)]);
     },

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { DESTINATION_PRESETS } from '@gatehook/delivery/destinations';
-import { previewBodies, previewInputSchema } from '@gatehook/delivery/preview';
+import { validationError } from '@gatehook/core/errors';
+import { previewInputSchema, previewRender } from '@gatehook/delivery/preview';
+import type { RenderPool } from '@gatehook/delivery/render/pool';
 import { DESTINATIONS, WEBHOOK_FORMATS } from '@gatehook/core/webhook-schema';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { errorResponses } from '../http/schemas';
@@ -22,8 +24,11 @@ const previewSchema = z.object({ bodies: z.array(z.object({ content_type: z.stri
 
 const presets = { items: DESTINATION_PRESETS };
 
-/** CONTRACT 12: destination presets and the live preview of a template, format and batching. */
-export function destinationRoutes(): AnyRoute[] {
+/**
+ * CONTRACT 12: destination presets and the live preview of a template, format and batching. The preview renders
+ * in the API's render pool (CONTRACT 15), so the event loop answers other requests meanwhile.
+ */
+export function destinationRoutes(render: RenderPool): AnyRoute[] {
   return [
     defineRoute({
       method: 'get', path: '/destinations', operationId: 'listDestinations', tag: 'webhooks',
@@ -41,7 +46,9 @@ export function destinationRoutes(): AnyRoute[] {
       body: previewInputSchema,
       responses: { 200: { description: 'The rendered bodies', schema: previewSchema }, ...errorResponses(400, 401, 403, 413, 422) },
       async handler({ principal, body }) {
-        return { status: 200, body: previewBodies(principal.orgId, body) };
+        const outcome = await render.preview(principal.orgId, previewRender(principal.orgId, body));
+        if (!outcome.ok) throw validationError(outcome.issues);
+        return { status: 200, body: { bodies: outcome.bodies } };
       },
     }),
   ];

@@ -5,6 +5,7 @@ import type { Delivery, DeliveryAttempt } from '@gatehook/db/generated/client';
 import type { Sender } from '@gatehook/delivery/attempt';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { restartDeliveries } from '@gatehook/delivery/manual';
+import type { RenderPool } from '@gatehook/delivery/render/pool';
 import { sendTestEvent, type TestResult } from '@gatehook/delivery/test-send';
 import { afterCursor, decodeCursor, decodeSequenceCursor, encodeSequenceCursor, page, sequencePage } from '../http/pagination';
 import { deliveryError } from '@gatehook/delivery/delivery-error';
@@ -14,6 +15,8 @@ export interface DeliveryDeps {
   box: SecretBox;
   queues?: DeliveryQueues | undefined;
   send?: Sender | undefined;
+  /** The API's render pool: a test send's body is rendered there, not on the event loop. */
+  render: RenderPool;
 }
 
 /**
@@ -169,5 +172,5 @@ export async function retryDelivery(deps: DeliveryDeps, orgId: string, webhookId
 export async function testWebhook(deps: DeliveryDeps, orgId: string, webhookId: string): Promise<TestResult> {
   const webhook = await requireWebhook(deps.db, orgId, webhookId);
   if (!deps.send) throw new AppError('internal', 'Test sends are not configured in this process');
-  return sendTestEvent({ box: deps.box, send: deps.send }, webhook);
+  return sendTestEvent({ box: deps.box, send: deps.send, render: (stored, event) => deps.render.testBody(stored, event) }, webhook);
 }

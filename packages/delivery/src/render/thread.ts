@@ -1,0 +1,72 @@
+import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import { workerData } from 'piscina';
+import { SecretBox } from '@gatehook/core/encryption';
+import type { StoredWebhook } from '@gatehook/core/webhook-config';
+import type { AuditEventData } from '../envelope';
+import { renderPreview, type PreviewOutcome, type PreviewRender } from '../preview';
+import { renderTestBody, type TestBody } from '../test-send';
+import { toLiveWebhook, type LiveWebhook } from '../webhook-configs';
+import { planSlice, type PlanInput, type PlanProgress, type PlanSlice } from './plan';
+
+/** What the pool hands a thread at start (piscina's workerData). */
+export interface RenderThreadData {
+  /** GATEHOOK_ENCRYPTION_KEY: bodies are sealed and webhook secrets opened here, so no clear secret crosses threads. */
+  encryptionKey: string;
+}
+
+export interface PlanTask {
+  input: PlanInput;
+  progress: PlanProgress | null;
+  sliceMs: number;
+}
+
+export interface PreviewTask {
+  input: PreviewRender;
+  budgetMs: number;
+}
+
+export interface TestTask {
+  webhook: StoredWebhook;
+  event: AuditEventData;
+  budgetMs: number;
+}
+
+/** Compiled webhooks per thread: as many as the worker's configuration cache holds organisations. */
+const THREAD_WEBHOOKS = 10_000;
+
+const box = new SecretBox((workerData as RenderThreadData).encryptionKey);
+const webhooks = new LRUCache<string, LiveWebhook>({ max: THREAD_WEBHOOKS });
+
+// Keyed by the stored row's content, not by a timestamp: any change to it (a template, a rotated secret, a status
+// set by a statement that does not touch updated_at) makes a new entry, and each template and condition is
+// compiled once per thread and version.
+function live(stored: StoredWebhook): LiveWebhook {
+  const key = `${stored.id}:${createHash('sha256').update(JSON.stringify(stored)).digest('base64url')}`;
+  let found = webhooks.get(key);
+  if (!found) {
+    found = toLiveWebhook(stored, box);
+    webhooks.set(key, found);
+  }
+  return found;
+}
+
+/** Answers once this thread's code is loaded (RenderPool.warm). */
+export function ping(): true {
+  return true;
+}
+
+/** One slice of a fan-out, batch flush or replay plan (plan.ts). */
+export function plan(task: PlanTask): PlanSlice {
+  return planSlice(task.input, task.progress, { box, live, until: Date.now() + task.sliceMs });
+}
+
+/** A preview's bodies under one budget for the request (preview.ts). */
+export function preview(task: PreviewTask): PreviewOutcome {
+  return renderPreview(task.input, task.budgetMs);
+}
+
+/** A test send's body (test-send.ts); the request itself is made by the caller. */
+export function testBody(task: TestTask): TestBody {
+  return renderTestBody(live(task.webhook), task.event, task.budgetMs);
+}
