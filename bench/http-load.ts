@@ -2,7 +2,7 @@
 // measures): keep-alive connections, one request in flight per connection. Two modes:
 //  - closed: `concurrency` connections each sending the next request when the previous answers (throughput);
 //  - open: requests leave on a fixed schedule at `rate`/s whatever the answers (latency at a given load).
-// Input: one JSON argument; output: one JSON line {requests, errors, seconds, perSecond, latenciesMs: {p50, p99}}.
+// Input: one JSON argument; output: one JSON line {requests, errors, seconds, perSecond, latenciesMs: {p50, p99, max}}.
 import http from 'node:http';
 
 interface LoadSpec {
@@ -95,7 +95,7 @@ async function main(): Promise<void> {
   const { latencies, errors, elapsed } = await run(spec.seconds);
   latencies.sort((a, b) => a - b);
   const at = (p: number) => Number((latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0).toFixed(2));
-  process.stdout.write(`${JSON.stringify({ requests: latencies.length, errors, seconds: elapsed, perSecond: Math.round(latencies.length / elapsed), latenciesMs: { p50: at(50), p99: at(99) } })}\n`);
+  process.stdout.write(`${JSON.stringify({ requests: latencies.length, errors, seconds: elapsed, perSecond: Math.round(latencies.length / elapsed), latenciesMs: { p50: at(50), p99: at(99), max: at(100) } })}\n`);
   agent.destroy();
 }
 
