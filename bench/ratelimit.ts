@@ -120,7 +120,9 @@ export interface LoadResult {
  * figure, such as abuse that a service may refuse).
  */
 export async function load(spec: Record<string, unknown>, { tolerateErrors = false } = {}): Promise<LoadResult> {
-  const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', path.join(__dirname, 'http-load.ts'), JSON.stringify(spec)], { encoding: 'utf8', maxBuffer: 1 << 20 });
+  const run = execFileAsync(process.execPath, ['--import', 'tsx', path.join(__dirname, 'http-load.ts')], { encoding: 'utf8', maxBuffer: 1 << 20 });
+  run.child.stdin!.end(JSON.stringify(spec));
+  const { stdout } = await run;
   const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as LoadResult;
   if (result.errors > 0 && !tolerateErrors) throw new Error(`${result.errors} of ${result.requests} requests failed: ${JSON.stringify(spec.url)}`);
   return result;
