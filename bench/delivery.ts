@@ -541,7 +541,7 @@ async function sharedOriginIsolation(rig: Rig, seconds: number): Promise<{ witho
   const spread = () => org.ingest(1, { ...EVENT, payload: { ...EVENT.payload, subject: `healthy-${next++ % HEALTHY_ENDPOINTS}` } });
   const without = await arrivalLatencies([origin], ISOLATION_RATE, seconds, spread);
   const never = await org.webhook(origin.url('/never'));
-  const withHang = await arrivalLatencies([origin], ISOLATION_RATE, hangWindowSeconds(seconds), spread, { warmupSeconds: 0, settleMs: 4 * DEFAULT_TIMEOUT_MS });
+  const withHang = await arrivalLatencies([origin], ISOLATION_RATE, hangWindowSeconds(seconds), spread, { warmupSeconds: 0, settleMs: 2 * DEFAULT_TIMEOUT_MS });
   await org.remove(never.id);
   return { without, withHang };
 }

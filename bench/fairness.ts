@@ -167,7 +167,7 @@ export async function fairnessFigures(seconds: number): Promise<Figure[]> {
     await b.webhook(bReceiver.url('/b'));
     // With an endpoint that never answers in the picture, B's events may take up to the timeout and more.
     const measureB: MeasureB = (window, fromNow = false) =>
-      arrivalLatencies([bReceiver], B_RATE, window, () => b.ingest(1), { warmupSeconds: fromNow ? 0 : B_WARMUP_SECONDS, settleMs: 4 * DEFAULT_TIMEOUT_MS });
+      arrivalLatencies([bReceiver], B_RATE, window, () => b.ingest(1), { warmupSeconds: fromNow ? 0 : B_WARMUP_SECONDS, settleMs: 2 * DEFAULT_TIMEOUT_MS });
     return [...(await slowTemplateFigures(rig, measureB, seconds)), ...(await hangingOriginFigures(rig, measureB, seconds)), ...(await healthzFigures(rig, seconds))];
   });
 }
