@@ -1,16 +1,20 @@
 // Delivery figures, each next to its physical limit measured in the same run on the same machine. A real API
-// process and real worker processes run on a fresh database and a private Redis; receivers are HTTPS keep-alive
-// servers in this process that count distinct event ids (a redelivered event counts once). The reference of each
-// figure is a bare loop in this process doing only the unavoidable part of the same job: render the envelope,
-// sign it with the project's signing function and POST it over keep-alive HTTPS to the same receiver.
-//  1. end-to-end `single` deliveries/s (POST /audit-events → 2xx at the receiver), 1 worker process, with the
-//     CPU ms and Postgres round trips each delivery cost (bench/cost.ts);
-//  2. ingest → receiver latency p50/p99 at 200 single-event requests/s (open loop), where it goes (three stages,
-//     from the instants the database keeps), and the highest rate of a sweep at which p99 stays within 250 ms;
+// process and real worker processes run on a fresh database and a private Redis, at the service's defaults (only
+// what a test deployment must set: addresses, the test CA, 127.0.0.1 allowed, a key); receivers are HTTPS
+// keep-alive servers in this process that count distinct event ids (a redelivered event counts once). The
+// reference of each figure is a bare loop in this process doing only the unavoidable part of the same job: render
+// the envelope, sign it with the project's signing function and POST it over keep-alive HTTPS to the same receiver.
+//  0. a cold burst: 5,000 events to one webhook of a stack that has delivered nothing yet, deliveries/s from the
+//     first accepted event to the last arrival;
+//  1. end-to-end `single` deliveries/s (POST /audit-events → 2xx at the receiver), 1 worker process, after a
+//     warm-up at saturation (its name says so; figure 0 is the same without one), with the CPU ms and Postgres
+//     round trips each delivery cost (bench/cost.ts);
+//  2. ingest → receiver latency p50/p99 at 200 single-event requests/s (open loop) on the stack figure 1 warmed,
+//     where it goes (three stages, from the instants the database keeps), and the highest rate of a sweep at which
+//     p99 stays within 250 ms;
 //  3. `ndjson` with max_events 100: events/s;
-//  4. 20 healthy webhooks' p99 at 200 events/s, next to the same with a 21st endpoint that never answers; and the
-//     same pair at 25 events/s (500 deliveries/s, well within what one worker delivers here), where isolation is
-//     measured unsaturated; and the deliveries/s the 20 sustain together, next to the 4,000/s that 200 events/s ask;
+//  4. 20 healthy webhooks on ONE receiver origin (one path each), 200 events/s spread over them: p99 next to the
+//     same with a 21st webhook on that origin, sent every event, that never answers (the default timeout);
 //  5. 2 worker processes against 1.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
@@ -19,6 +23,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AuditEventData } from '@gatehook/core/audit-event';
 import { USER_AGENT } from '@gatehook/core/version';
 import { issueApiKey } from '@gatehook/db/api-keys';
+import { parseConfig } from '@gatehook/core/config';
 import { createDb, sqlPool, type Db } from '@gatehook/db/client';
 import { CONTENT_TYPES, packBodies } from '@gatehook/delivery/bodies';
 import { renderEnvelope } from '@gatehook/delivery/envelope';
@@ -30,21 +35,27 @@ import { meter, type Cost, type Service } from './cost';
 import { SAMPLE_EVENT } from './expressions';
 import { percentile, type Figure } from './measure';
 
-/** The worker's DELIVERY_CONCURRENCY (its default), and the bare loops' requests in flight. */
+/** The bare loops' requests in flight (the worker's default DELIVERY_CONCURRENCY when this was written). */
 const CONCURRENCY = 50;
+/** The product's own per-attempt timeout (DELIVERY_TIMEOUT_MS), which the bench never changes. */
+export const DEFAULT_TIMEOUT_MS = parseConfig({ NODE_ENV: 'test' }).DELIVERY_TIMEOUT_MS;
+/** Events of the cold burst (figure 0), posted 100 a request from 4 clients. */
+const BURST_EVENTS = 5000;
 /** Events per second of the latency figures (open loop). */
 const LATENCY_RATE = 200;
 /** The latency bar of the sweep, and the rates it tries in turn until p99 passes the bar. */
 const SWEEP_P99_MS = 250;
 const SWEEP_RATES = [200, 400, 700, 1000, 1500, 2000, 3000];
-/** Events per second of the isolation figure; each reaches every healthy endpoint. */
+/** Events per second of the isolation figure, spread over the healthy webhooks (one each). */
 const ISOLATION_RATE = 200;
-/** A rate at which the 20 healthy webhooks' deliveries stay well within one worker's throughput on this machine. */
-const ISOLATION_LIGHT_RATE = 25;
 const HEALTHY_ENDPOINTS = 20;
 /** Live traffic of the recovery figure (bench/recover.ts). */
 export const LIVE_RATE = 50;
-const TIMEOUT_MS = 2000;
+/**
+ * How long a figure with an endpoint that never answers is measured: past the default timeout and the first retry
+ * (5 s later, DELIVERY_RETRY_SCHEDULE), so that the window sees the hanging requests time out and come back.
+ */
+export const hangWindowSeconds = (seconds: number) => Math.max(seconds, Math.ceil(DEFAULT_TIMEOUT_MS / 1000) + 7);
 const NDJSON_MAX_EVENTS = 100;
 /**
  * A throughput run warms up until fan-out and delivery (and a fresh worker's JIT) have reached steady state: a
@@ -92,26 +103,24 @@ export interface CountingReceiver extends Arrived {
   close(): Promise<void>;
 }
 
-/** An HTTPS receiver answering 200 at once (or never, with `hang`) that records each event id's first arrival. */
-export async function countingReceiver(hang = false): Promise<CountingReceiver> {
+/** Which requests a receiver never answers: all (true), none, or those whose path the function picks. */
+export type Hang = boolean | ((path: string) => boolean);
+
+/**
+ * An HTTPS receiver answering 200 at once (or never, per `hang`) that records each event id's first arrival at a
+ * path that answers. Closing it destroys the sockets of the requests it never answered.
+ */
+export async function countingReceiver(hang: Hang = false): Promise<CountingReceiver> {
   const arrivals = new Map<string, number>();
   const receiver = await startReceiver((request) => {
     // Bodies are not kept: the first arrival of each id is all a figure needs.
     receiver.requests.length = 0;
-    if (hang) return 'hang';
+    if (hang === true || (typeof hang === 'function' && hang(request.path))) return 'hang';
     const at = performance.now();
     for (const [, id] of request.body.matchAll(EVENT_ID)) if (!arrivals.has(id!)) arrivals.set(id!, at);
     return { status: 200 };
   });
   return { url: receiver.url, arrivals, close: () => receiver.close() };
-}
-
-/**
- * Several receivers that each get every event, counted as one: an event counts by the share of them it has
- * reached, so throughput measured on it is events/s, and × the number of receivers is deliveries/s.
- */
-function together(receivers: readonly CountingReceiver[]): Arrived {
-  return { arrivals: { get size() { return receivers.reduce((sum, r) => sum + r.arrivals.size, 0) / receivers.length; } } };
 }
 
 // --- the stack: API and worker processes on a fresh database and a private Redis ------------------------------
@@ -122,8 +131,10 @@ export interface Org {
   key: string;
   /** Creates a webhook for ACTION to `url`; returns its id and signing secret. */
   webhook(url: string, body?: Record<string, unknown>): Promise<{ id: string; secret: string }>;
-  /** Ingests `count` events in one request; returns their ids. */
-  ingest(count: number): Promise<string[]>;
+  /** Ingests `count` copies of `event` (EVENT unless given) in one request; returns their ids. */
+  ingest(count: number, event?: typeof EVENT): Promise<string[]>;
+  /** Deletes a webhook of the organisation (its work stops). */
+  remove(webhookId: string): Promise<void>;
 }
 
 export interface Rig {
@@ -135,7 +146,7 @@ export interface Rig {
   db: Db;
   encryptionKey: string;
   org(): Promise<Org>;
-  receiver(hang?: boolean): Promise<CountingReceiver>;
+  receiver(hang?: Hang): Promise<CountingReceiver>;
   startWorker(env?: Record<string, string>): Promise<ServiceProcess>;
   stop(service: ServiceProcess): Promise<void>;
 }
@@ -171,8 +182,6 @@ export async function withRig<T>(use: (rig: Rig) => Promise<T>): Promise<T> {
       REDIS_PREFIX: `bench_${randomBytes(4).toString('hex')}`,
       EGRESS_ALLOW_CIDRS: '127.0.0.1/32',
       EGRESS_EXTRA_CA_FILE: testCa().caFile,
-      DELIVERY_TIMEOUT_MS: String(TIMEOUT_MS),
-      DELIVERY_CONCURRENCY: String(CONCURRENCY),
       NODE_ENV: 'production',
       GATEHOOK_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
       LOG_LEVEL: 'warn',
@@ -187,17 +196,17 @@ export async function withRig<T>(use: (rig: Rig) => Promise<T>): Promise<T> {
     // A lean keep-alive client (node:http rather than fetch), so the load the bench makes costs it little CPU.
     const apiAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
     cleanups.push(async () => apiAgent.destroy());
-    const call = (key: string, path: string, body: unknown, expected: number) =>
+    const call = (key: string, path: string, body: unknown, expected: number, method = 'POST') =>
       new Promise<Record<string, unknown>>((resolve, reject) => {
-        const payload = JSON.stringify(body);
-        const req = httpRequest(`${api}${path}`, { method: 'POST', agent: apiAgent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
+        const payload = body === undefined ? '' : JSON.stringify(body);
+        const req = httpRequest(`${api}${path}`, { method, agent: apiAgent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));
           res.on('error', reject);
           res.on('end', () => {
             const text = Buffer.concat(chunks).toString('utf8');
-            if (res.statusCode !== expected) reject(new Error(`POST ${path}: ${res.statusCode} ${text}`));
-            else resolve(JSON.parse(text) as Record<string, unknown>);
+            if (res.statusCode !== expected) reject(new Error(`${method} ${path}: ${res.statusCode} ${text}`));
+            else resolve(text === '' ? {} : (JSON.parse(text) as Record<string, unknown>));
           });
         });
         req.on('error', reject);
@@ -219,8 +228,11 @@ export async function withRig<T>(use: (rig: Rig) => Promise<T>): Promise<T> {
             const created = await call(key, '/webhooks', { name: 'bench', url, events: [ACTION], ...body }, 201);
             return { id: created.id as string, secret: created.secret as string };
           },
-          async ingest(count) {
-            return (await call(key, '/audit-events', { events: Array.from({ length: count }, () => EVENT) }, 202)).ids as string[];
+          async ingest(count, event = EVENT) {
+            return (await call(key, '/audit-events', { events: Array.from({ length: count }, () => event) }, 202)).ids as string[];
+          },
+          async remove(webhookId) {
+            await call(key, `/webhooks/${webhookId}`, undefined, 204, 'DELETE');
           },
         };
       },
@@ -385,25 +397,52 @@ async function openLoop(rate: number, seconds: number, fire: () => Promise<strin
   return (await Promise.all(calls)).flat();
 }
 
+/** How an open-loop latency measurement starts and ends. */
+export interface OpenLoopOptions {
+  /** Seconds at the rate before the measured events, whose arrival is awaited (default latencyWarmupMs). */
+  warmupSeconds?: number;
+  /** The longest wait for the measured events to arrive (default 30 s); see {@link Latencies} for one that has not. */
+  settleMs?: number;
+}
+
 /**
- * The events of `seconds` of an open loop after a warm-up, once each has arrived at every receiver (or 30 s have
- * passed): `latencies` (ms, ascending) from each event's start to its first arrival at each receiver, an event
- * that never arrives counting as Infinity so that a loss shows in the percentiles, and the events themselves.
+ * Ingest → receiver latencies (ms, ascending). An event that had not arrived when the wait for it ended counts as
+ * the time it had waited by then, a lower bound, so that a loss shows in the percentiles as a finite number
+ * (results are JSON); `missing` says how many did.
  */
-async function timedArrivals(receivers: CountingReceiver[], rate: number, seconds: number, fire: () => Promise<string[]>): Promise<{ latencies: number[]; sent: Sent[] }> {
+export type Latencies = number[] & { missing: number };
+
+/** What a figure's note says of the events of {@link Latencies} that had not arrived, if any did not. */
+export function missingNote(latencies: Latencies): string {
+  return latencies.missing === 0 ? '' : `; ${latencies.missing.toLocaleString('en-US')} of ${latencies.length.toLocaleString('en-US')} had not arrived when the wait ended, counted as the time waited (a lower bound)`;
+}
+
+/**
+ * The events of `seconds` of an open loop after a warm-up, once each has arrived at every receiver (or the settle
+ * time has passed): `latencies` from each event's start to its first arrival at each receiver, and the events.
+ */
+async function timedArrivals(receivers: CountingReceiver[], rate: number, seconds: number, fire: () => Promise<string[]>, options: OpenLoopOptions = {}): Promise<{ latencies: Latencies; sent: Sent[] }> {
   const settle = async (sent: { id: string }[]) => {
-    await waitUntil(() => receivers.every((r) => sent.every((s) => r.arrivals.has(s.id))), 30_000);
+    await waitUntil(() => receivers.every((r) => sent.every((s) => r.arrivals.has(s.id))), options.settleMs ?? 30_000);
   };
-  await settle(await openLoop(rate, latencyWarmupMs(seconds) / 1000, fire));
+  await settle(await openLoop(rate, options.warmupSeconds ?? latencyWarmupMs(seconds) / 1000, fire));
   const sent = await openLoop(rate, seconds, fire);
   await settle(sent);
-  const latencies = receivers.flatMap((r) => sent.map((s) => (r.arrivals.get(s.id) ?? Infinity) - s.sent)).sort((a, b) => a - b);
-  return { latencies, sent };
+  const ended = performance.now();
+  let missing = 0;
+  const latencies = receivers.flatMap((r) =>
+    sent.map((s) => {
+      const arrived = r.arrivals.get(s.id);
+      if (arrived === undefined) missing += 1;
+      return (arrived ?? ended) - s.sent;
+    }),
+  );
+  return { latencies: Object.assign(latencies.sort((a, b) => a - b), { missing }), sent };
 }
 
 /** {@link timedArrivals}'s latencies. */
-export async function arrivalLatencies(receivers: CountingReceiver[], rate: number, seconds: number, fire: () => Promise<string[]>): Promise<number[]> {
-  return (await timedArrivals(receivers, rate, seconds, fire)).latencies;
+export async function arrivalLatencies(receivers: CountingReceiver[], rate: number, seconds: number, fire: () => Promise<string[]>, options?: OpenLoopOptions): Promise<Latencies> {
+  return (await timedArrivals(receivers, rate, seconds, fire, options)).latencies;
 }
 
 /**
@@ -464,16 +503,62 @@ function costFigures(cost: Cost, delivered: number, bareCpuMsPerRequest: number)
   ];
 }
 
+/**
+ * Figure 0: `BURST_EVENTS` events to one webhook, posted 100 a request from 4 clients as fast as the API accepts
+ * them, into a stack that has delivered nothing yet. Deliveries/s from the first accepted request to the last
+ * arrival (over the events that arrived within two minutes; the note says if any did not).
+ */
+async function coldBurst(org: Org, receiver: CountingReceiver): Promise<{ value: number; note?: string }> {
+  let firstAccepted = Infinity;
+  let requests = Math.ceil(BURST_EVENTS / 100);
+  const ids: string[] = [];
+  const client = async () => {
+    while (requests > 0) {
+      requests -= 1;
+      const accepted = await org.ingest(100);
+      firstAccepted = Math.min(firstAccepted, performance.now());
+      ids.push(...accepted);
+    }
+  };
+  await Promise.all(Array.from({ length: 4 }, client));
+  const all = await waitUntil(() => ids.every((id) => receiver.arrivals.has(id)), 120_000);
+  const arrived = ids.map((id) => receiver.arrivals.get(id)).filter((at): at is number => at !== undefined);
+  const value = perSecond(arrived.length, Math.max(...arrived) - firstAccepted);
+  return all ? { value } : { value, note: `${arrived.length.toLocaleString('en-US')} of ${ids.length.toLocaleString('en-US')} arrived within 120 s` };
+}
+
+/**
+ * Figure 4: HEALTHY_ENDPOINTS webhooks of one organisation on one receiver origin, one path each, ISOLATION_RATE
+ * events/s spread over them (a condition on `payload.subject` routes each event to one), then the same with a
+ * 21st webhook on that origin that gets every event and never answers, from the moment it is created, over
+ * hangWindowSeconds (the default timeout and a retry). Healthy ingest → receiver latencies (ms, ascending).
+ */
+async function sharedOriginIsolation(rig: Rig, seconds: number): Promise<{ without: Latencies; withHang: Latencies }> {
+  const origin = await rig.receiver((path) => path === '/never');
+  const org = await rig.org();
+  for (let i = 0; i < HEALTHY_ENDPOINTS; i += 1) await org.webhook(origin.url(`/healthy-${i}`), { condition: `event.payload.subject == "healthy-${i}"` });
+  let next = 0;
+  const spread = () => org.ingest(1, { ...EVENT, payload: { ...EVENT.payload, subject: `healthy-${next++ % HEALTHY_ENDPOINTS}` } });
+  const without = await arrivalLatencies([origin], ISOLATION_RATE, seconds, spread);
+  const never = await org.webhook(origin.url('/never'));
+  const withHang = await arrivalLatencies([origin], ISOLATION_RATE, hangWindowSeconds(seconds), spread, { warmupSeconds: 0, settleMs: 2 * DEFAULT_TIMEOUT_MS });
+  await org.remove(never.id);
+  return { without, withHang };
+}
+
 /** Every delivery figure; one stack, torn down at the end whatever happens. */
 export async function deliveryFigures(seconds: number): Promise<Figure[]> {
   return withRig(async (rig) => {
-    // The per-origin cap (DELIVERY_ORIGIN_CONCURRENCY) at the full concurrency: the throughput figures have one
-    // receiver, and the bare loop reaches it with CONCURRENCY requests in flight. Figure 4 restores the default.
-    const fullOrigin = { DELIVERY_ORIGIN_CONCURRENCY: String(CONCURRENCY) };
-    const worker = await rig.startWorker(fullOrigin);
+    const worker = await rig.startWorker();
     const receiver = await rig.receiver();
     const figures: Record<'throughput' | 'cost' | 'latency' | 'ndjson' | 'isolation' | 'workers', Figure[]> = { throughput: [], cost: [], latency: [], ndjson: [], isolation: [], workers: [] };
     let bareP99 = 0;
+    const warm = `after ${throughputWarmupMs(seconds) / 1000} s of warm-up at saturation`;
+
+    // 0: the cold burst, first: the API and the worker have done nothing but create its webhook.
+    const burst = await rig.org();
+    await burst.webhook(receiver.url('/burst'));
+    const cold = await coldBurst(burst, receiver);
 
     // 1, 2 and 5: `single`.
     const single = await rig.org();
@@ -499,16 +584,20 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
           bareRequests = arrived;
         };
       });
-      figures.throughput.push(figure(`end-to-end deliveries/s, single (API + 1 worker, ${CONCURRENCY} in flight; 100 events a POST /audit-events from 4 clients meanwhile; bar: 0.25)`, oneWorker, 'deliveries/s', `bare render + sign + keep-alive HTTPS POST loop, ${CONCURRENCY} in flight`, bareRate));
+      const bareName = `bare render + sign + keep-alive HTTPS POST loop, ${CONCURRENCY} in flight`;
+      figures.throughput.push(
+        { ...figure(`cold burst: deliveries/s of ${BURST_EVENTS.toLocaleString('en-US')} events to one webhook, first accepted event → last arrival (fresh API + 1 worker, no warm-up; 100 events a POST /audit-events from 4 clients; bar: 0.25)`, cold.value, 'deliveries/s', bareName, bareRate), ...(cold.note ? { note: cold.note } : {}) },
+        figure(`end-to-end deliveries/s, single (API + 1 worker, ${warm}; 100 events a POST /audit-events from 4 clients meanwhile; bar: 0.25)`, oneWorker, 'deliveries/s', bareName, bareRate),
+      );
       figures.cost.push(...costFigures(cost!, delivered, Number((bareCpuMs / Math.max(1, bareRequests)).toFixed(3))));
 
-      // Latency once the stack is warm (figure 1 ran first): a fresh process's first seconds are not its steady state.
+      // Latency on the stack figure 1 warmed (the name says "warm stack"), at the rate for 1 s first.
       const timed = await timedArrivals([receiver], LATENCY_RATE, seconds, () => single.ingest(1));
       const ingested = timed.latencies;
       const bare = await arrivalLatencies([receiver], LATENCY_RATE, seconds, () => bareSingle.send());
       bareP99 = ms(percentile(bare, 99));
       for (const p of [50, 99]) {
-        figures.latency.push(figure(`ingest → receiver latency p${p} at ${LATENCY_RATE} single-event requests/s, single (1 worker; bar for p99: 100 ms; lower is better)`, ms(percentile(ingested, p)), 'ms', `bare render + sign + HTTPS POST p${p} at ${LATENCY_RATE} req/s, start → arrival`, ms(percentile(bare, p))));
+        figures.latency.push(figure(`ingest → receiver latency p${p} at ${LATENCY_RATE} single-event requests/s, single (1 worker, warm stack; bar for p99: 100 ms; lower is better)`, ms(percentile(ingested, p)), 'ms', `bare render + sign + HTTPS POST p${p} at ${LATENCY_RATE} req/s, start → arrival`, ms(percentile(bare, p))));
       }
       // Where that latency goes: each stage's p50 as a share of the whole's p50, with its p99 beside it.
       const stages = await latencyStages(rig.db, single.orgId, receiver, timed.sent);
@@ -530,10 +619,10 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
         note: `first failing: ${sweep.firstFailing}`,
       });
 
-      const second = await rig.startWorker(fullOrigin);
+      const second = await rig.startWorker();
       const twoWorkers = await arrivalsPerSecond(receiver, seconds, ingestFeed(single, receiver, 100, 4000));
       await rig.stop(second);
-      figures.workers.push(figure('end-to-end deliveries/s with 2 worker processes, single', twoWorkers, 'deliveries/s', '1 worker process, same run', oneWorker));
+      figures.workers.push(figure(`end-to-end deliveries/s with 2 worker processes, single (${warm})`, twoWorkers, 'deliveries/s', '1 worker process, same run', oneWorker));
     } finally {
       bareSingle.close();
     }
@@ -545,36 +634,20 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
     try {
       const value = await arrivalsPerSecond(receiver, seconds, ingestFeed(ndjson, receiver, 1000, 20_000));
       const referenceValue = await arrivalsPerSecond(receiver, seconds, bareFeed(bareNdjson, receiver));
-      figures.ndjson.push(figure(`end-to-end events/s, ndjson max_events ${NDJSON_MAX_EVENTS} (API + 1 worker; 1000 events a POST /audit-events; bar: 20,000)`, value, 'events/s', `bare render + sign + POST of ${NDJSON_MAX_EVENTS}-event ndjson bodies, ${CONCURRENCY} in flight`, referenceValue));
+      figures.ndjson.push(figure(`end-to-end events/s, ndjson max_events ${NDJSON_MAX_EVENTS} (API + 1 worker, ${warm}; 1000 events a POST /audit-events; bar: 20,000)`, value, 'events/s', `bare render + sign + POST of ${NDJSON_MAX_EVENTS}-event ndjson bodies, ${CONCURRENCY} in flight`, referenceValue));
     } finally {
       bareNdjson.close();
     }
 
-    // 4: isolation, with the default per-origin cap; the endpoint that never answers is added last.
-    await rig.stop(worker);
-    await rig.startWorker();
-    // The fresh worker warms up on the single webhook first, as figure 1's did.
-    await arrivalsPerSecond(receiver, seconds, ingestFeed(single, receiver, 100, 2000));
-    const isolated = await rig.org();
-    const healthy = await Promise.all(Array.from({ length: HEALTHY_ENDPOINTS }, () => rig.receiver()));
-    for (const r of healthy) await isolated.webhook(r.url('/isolated'));
-    // What the 20 sustain at saturation, against what 200 events/s ask of them (10-event requests keep the feed
-    // cheap). It runs first, so that both latency pairs below come after it alike.
-    const all = together(healthy);
-    const saturated = HEALTHY_ENDPOINTS * (await arrivalsPerSecond(all, seconds, ingestFeed(isolated, all, 10, 200)));
-    const lightWithout = await arrivalLatencies(healthy, ISOLATION_LIGHT_RATE, seconds, () => isolated.ingest(1));
-    const without = await arrivalLatencies(healthy, ISOLATION_RATE, seconds, () => isolated.ingest(1));
-    await isolated.webhook((await rig.receiver(true)).url('/never'));
-    const lightWith = await arrivalLatencies(healthy, ISOLATION_LIGHT_RATE, seconds, () => isolated.ingest(1));
-    const withHang = await arrivalLatencies(healthy, ISOLATION_RATE, seconds, () => isolated.ingest(1));
-    const label = (rate: number) => `${HEALTHY_ENDPOINTS} healthy webhooks' p99 at ${rate} events/s`;
-    const hang = `while a 21st endpoint never answers (${TIMEOUT_MS} ms timeout, every attempt; bar: 1.5 × without; lower is better)`;
+    // 4: isolation on one origin, last: the hanging requests it leaves are cut when the receivers close.
+    const { without, withHang } = await sharedOriginIsolation(rig, seconds);
+    const healthy = `${HEALTHY_ENDPOINTS} healthy webhooks on one receiver origin (one path each): p99 at ${ISOLATION_RATE} events/s spread over them`;
     figures.isolation.push(
-      figure(`${label(ISOLATION_RATE)} (1 worker; bar: 250 ms; lower is better)`, ms(percentile(without, 99)), 'ms', `bare render + sign + HTTPS POST p99 at ${LATENCY_RATE} req/s, one receiver, same run`, bareP99),
-      figure(`${label(ISOLATION_RATE)} ${hang}`, ms(percentile(withHang, 99)), 'ms', 'same webhooks p99 without it, same run', ms(percentile(without, 99))),
-      figure(`${label(ISOLATION_LIGHT_RATE)} (1 worker; lower is better)`, ms(percentile(lightWithout, 99)), 'ms', `bare render + sign + HTTPS POST p99 at ${LATENCY_RATE} req/s, one receiver, same run`, bareP99),
-      figure(`${label(ISOLATION_LIGHT_RATE)} ${hang}`, ms(percentile(lightWith, 99)), 'ms', 'same webhooks p99 without it, same run', ms(percentile(lightWithout, 99))),
-      figure(`${HEALTHY_ENDPOINTS} healthy webhooks' deliveries/s at saturation, one event each per POST (1 worker)`, Math.round(saturated), 'deliveries/s', `what ${ISOLATION_RATE} events/s ask of them (${ISOLATION_RATE} × ${HEALTHY_ENDPOINTS})`, ISOLATION_RATE * HEALTHY_ENDPOINTS),
+      figure(`${healthy} (1 worker; lower is better)`, ms(percentile(without, 99)), 'ms', `bare render + sign + HTTPS POST p99 at ${LATENCY_RATE} req/s, one receiver, same run`, bareP99),
+      {
+        ...figure(`${healthy}, while a 21st webhook on the same origin, sent every event, never answers (default ${DEFAULT_TIMEOUT_MS / 1000} s timeout; bar: 1.5 × without; lower is better)`, ms(percentile(withHang, 99)), 'ms', 'same webhooks p99 without it, same run', ms(percentile(without, 99))),
+        note: `over the ${hangWindowSeconds(seconds)} s from its creation; max ${ms(withHang.at(-1)!)} ms${missingNote(withHang)}`,
+      },
     );
     return [...figures.throughput, ...figures.cost, ...figures.latency, ...figures.ndjson, ...figures.isolation, ...figures.workers];
   });

@@ -2,7 +2,8 @@
 // measures): keep-alive connections, one request in flight per connection. Two modes:
 //  - closed: `concurrency` connections each sending the next request when the previous answers (throughput);
 //  - open: requests leave on a fixed schedule at `rate`/s whatever the answers (latency at a given load).
-// Input: one JSON argument; output: one JSON line {requests, errors, seconds, perSecond, latenciesMs: {p50, p99}}.
+// Input: one JSON document on stdin; output: one JSON line {requests, errors, seconds, perSecond, latenciesMs: {p50, p99, max}}.
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 
 interface LoadSpec {
@@ -20,7 +21,8 @@ interface LoadSpec {
   expectStatus?: number;
 }
 
-const spec = JSON.parse(process.argv[2]!) as LoadSpec;
+// The spec arrives on stdin: bodies may be larger than one command-line argument may be (128 KiB on Linux).
+const spec = JSON.parse(readFileSync(0, 'utf8')) as LoadSpec;
 const url = new URL(spec.url);
 const agent = new http.Agent({ keepAlive: true, maxSockets: spec.mode === 'closed' ? spec.concurrency! : 256 });
 let next = 0;
@@ -95,7 +97,7 @@ async function main(): Promise<void> {
   const { latencies, errors, elapsed } = await run(spec.seconds);
   latencies.sort((a, b) => a - b);
   const at = (p: number) => Number((latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0).toFixed(2));
-  process.stdout.write(`${JSON.stringify({ requests: latencies.length, errors, seconds: elapsed, perSecond: Math.round(latencies.length / elapsed), latenciesMs: { p50: at(50), p99: at(99) } })}\n`);
+  process.stdout.write(`${JSON.stringify({ requests: latencies.length, errors, seconds: elapsed, perSecond: Math.round(latencies.length / elapsed), latenciesMs: { p50: at(50), p99: at(99), max: at(100) } })}\n`);
   agent.destroy();
 }
 

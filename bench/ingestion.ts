@@ -65,7 +65,7 @@ export async function ingestionFigures(seconds: number): Promise<Figure[]> {
 
     // Each phase starts once the worker has fanned out everything before it, so that it measures itself alone.
     const drained = () => waitUntilAsync(async () => (await rig.db.pendingFanout.count()) === 0, 120_000);
-    const batched = load({ ...spec, bodies: [body(BATCH)], concurrency: BATCH_CLIENTS });
+    const batched = await load({ ...spec, bodies: [body(BATCH)], concurrency: BATCH_CLIENTS });
     await drained();
     // The reference's rows go in under an organisation of their own and are marked fanned out at once: they are
     // not the worker's work.
@@ -73,9 +73,9 @@ export async function ingestionFigures(seconds: number): Promise<Figure[]> {
     const bare = await bareInsertRate(rig.databaseUrl, bareOrg, seconds);
     await rig.db.pendingFanout.deleteMany({ where: { orgId: bareOrg } });
     await drained();
-    const single = load({ ...spec, bodies: [body(1)], concurrency: SINGLE_CLIENTS, warmupSeconds: 2 });
+    const single = await load({ ...spec, bodies: [body(1)], concurrency: SINGLE_CLIENTS, warmupSeconds: 2 });
     await drained();
-    const health = load({ url: `${rig.api}/healthz`, method: 'GET', headers: {}, mode: 'closed', concurrency: SINGLE_CLIENTS, seconds, warmupSeconds: 1 });
+    const health = await load({ url: `${rig.api}/healthz`, method: 'GET', headers: {}, mode: 'closed', concurrency: SINGLE_CLIENTS, seconds, warmupSeconds: 1 });
 
     return [
       figure(`ingestion events/s, ${BATCH}-event POST /audit-events from ${BATCH_CLIENTS} clients, no webhook (bar: 20,000)`, batched.perSecond * BATCH, 'events/s', `the outbox's multi-row INSERT of ${BATCH} events straight to Postgres from ${INSERT_CALLERS} callers`, bare),

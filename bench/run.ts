@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { deliveryFigures } from './delivery';
 import { egressFigures } from './egress';
+import { fairnessFigures } from './fairness';
 import { expressionFigures } from './expressions';
 import { ingestionFigures } from './ingestion';
 import { rateLimitFigures } from './ratelimit';
@@ -20,6 +21,7 @@ const GROUPS: Record<string, (seconds: number) => Figure[] | Promise<Figure[]>> 
   ratelimit: rateLimitFigures,
   ingestion: ingestionFigures,
   delivery: deliveryFigures,
+  fairness: fairnessFigures,
   egress: egressFigures,
   recover: recoverFigures,
 };
