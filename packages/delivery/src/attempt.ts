@@ -1,4 +1,3 @@
-import { USER_AGENT } from '@gatehook/core/version';
 import { GroupCommit } from '@gatehook/db/group-commit';
 import { leaseDeliveries, recordAttempts, releaseDeliveries, type AttemptRecord, type LeasedDelivery, type Release } from '@gatehook/db/deliveries';
 import type { SendResult } from '@gatehook/egress/client';
@@ -8,14 +7,12 @@ import type { EngineContext } from './context';
 import { decideNextState, type WebhookEffect } from './outcome';
 import type { RunnableDelivery } from './local-run';
 import type { SendScheduler, SendTurn } from './scheduler/send-scheduler';
-import { deliveryHeaders } from './signing';
+import { signedRequest, type PreparedRequest, type Sender } from './request';
 import { openBody } from './stored-body';
 import type { LiveWebhook } from './webhook-configs';
 import { disableWebhook } from './webhook-state';
 import { deliveryError, stoppedBy } from './delivery-error';
 
-/** Sends one signed request; the egress client in production. */
-export type Sender = (request: { url: string; headers: Record<string, string>; body: string }) => Promise<SendResult>;
 
 export interface AttemptDeps extends EngineContext {
   send: Sender;
@@ -59,29 +56,11 @@ const RECORD_INTERVAL_MS = 20;
 
 export type { RunnableDelivery };
 
-/** A signed request, ready to send: everything the attempt needs, computed without I/O. */
-export interface PreparedRequest {
-  url: string;
-  origin: string;
-  body: string;
-  headers: Record<string, string>;
-}
 
 /** Prepares one delivery's request (pure but for decryption): its body, and headers signed with the live secrets. */
 export function prepareRequest(deps: Pick<EngineContext, 'box'>, webhook: LiveWebhook, delivery: RunnableDelivery, now: Date): PreparedRequest {
   const body = delivery.body ?? openBody(deps.box, delivery.bodyEncrypted ?? '', delivery.id);
-  const secrets = [webhook.secret];
-  if (webhook.previousSecret && webhook.previousSecretValidUntil && webhook.previousSecretValidUntil > now) secrets.push(webhook.previousSecret);
-  const headers = deliveryHeaders({
-    deliveryId: delivery.id,
-    timestampSeconds: Math.floor(now.getTime() / 1000),
-    body,
-    secrets,
-    contentType: delivery.contentType ?? 'application/json',
-    userAgent: USER_AGENT,
-    custom: webhook.headers,
-  });
-  return { url: webhook.url, origin: webhook.origin, body, headers };
+  return signedRequest(webhook, { id: delivery.id, body, contentType: delivery.contentType ?? 'application/json' }, now);
 }
 
 type Recorded = AttemptRecord & { orgId: string; webhookId: string; effect: WebhookEffect };

@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { SecretBox } from '@gatehook/core/encryption';
-import { USER_AGENT } from '@gatehook/core/version';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
-import type { Sender } from './attempt';
+import { signedRequest, type Sender } from './request';
 import { packBodies } from './bodies';
 import type { AuditEventData } from './envelope';
-import { deliveryHeaders } from './signing';
 import { REQUEST_RENDER_BUDGET_MS } from './payload-template';
 import { toLiveWebhook, type LiveWebhook } from './webhook-configs';
 import { deliveryError } from './delivery-error';
@@ -48,10 +46,10 @@ export type TestBody = { ok: true; body: string; contentType: string } | { ok: f
  */
 export function renderTestBody(webhook: LiveWebhook, event: AuditEventData, budgetMs: number = REQUEST_RENDER_BUDGET_MS): TestBody {
   const rendered = webhook.render(event, undefined, { maxDurationMs: budgetMs });
-  if (!rendered.ok) return { ok: false, error: `template_error: ${rendered.error}` };
+  if (!rendered.ok) return { ok: false, error: deliveryError('template_error', rendered.error) };
   const { bodies } = packBodies(webhook.format, [{ eventId: event.id, json: rendered.json }], webhook.maxEvents);
   const body = bodies[0];
-  return body ? { ok: true, body: body.body, contentType: body.contentType } : { ok: false, error: 'payload_too_large' };
+  return body ? { ok: true, body: body.body, contentType: body.contentType } : { ok: false, error: deliveryError('payload_too_large') };
 }
 
 /** Renders a test send's body away from the caller's event loop (the render pool), or in place. */
@@ -69,18 +67,8 @@ export async function sendTestEvent(deps: { box: SecretBox; send: Sender; render
   const body = await deps.render(stored, testEvent(webhook, now));
   if (!body.ok) return { success: false, error: body.error, duration_ms: 0 };
 
-  const secrets = [webhook.secret];
-  if (webhook.previousSecret && webhook.previousSecretValidUntil && webhook.previousSecretValidUntil > now) secrets.push(webhook.previousSecret);
-  const headers = deliveryHeaders({
-    deliveryId: randomUUID(),
-    timestampSeconds: Math.floor(now.getTime() / 1000),
-    body: body.body,
-    secrets,
-    contentType: body.contentType,
-    userAgent: USER_AGENT,
-    custom: webhook.headers,
-  });
-  const result = await deps.send({ url: webhook.url, headers, body: body.body });
+  const request = signedRequest(webhook, { id: randomUUID(), body: body.body, contentType: body.contentType }, now);
+  const result = await deps.send({ url: request.url, headers: request.headers, body: request.body });
   return {
     success: result.error === null && result.statusCode >= 200 && result.statusCode < 300,
     ...(result.statusCode > 0 ? { status_code: result.statusCode } : {}),

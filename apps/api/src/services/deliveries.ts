@@ -2,7 +2,7 @@ import type { SecretBox } from '@gatehook/core/encryption';
 import { AppError, notFound } from '@gatehook/core/errors';
 import type { Db } from '@gatehook/db/client';
 import type { Delivery, DeliveryAttempt } from '@gatehook/db/generated/client';
-import type { Sender } from '@gatehook/delivery/attempt';
+import type { Sender } from '@gatehook/delivery/request';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { restartDeliveries } from '@gatehook/delivery/manual';
 import type { RenderPool } from '@gatehook/delivery/render/pool';
