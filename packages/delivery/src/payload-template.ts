@@ -83,10 +83,10 @@ export const SAVE_RENDER_LIMITS: Partial<ExecLimits> = { maxDurationMs: 250 };
 
 /**
  * The render budget of one API request that renders (CONTRACT 15): a preview's events together, or a test send's
- * event, get this much time in all, the time one delivery's event gets. Such renders run in the API's render pool
+ * event, get the save-time budget in all, not one per event. Such renders run in the API's render pool
  * (render/pool.ts), never on its event loop, so the API's other requests do not wait for them.
  */
-export const REQUEST_RENDER_BUDGET_MS = defaultLimits.maxDurationMs;
+export const REQUEST_RENDER_BUDGET_MS = SAVE_RENDER_LIMITS.maxDurationMs!;
 
 export type TemplateCheck = { ok: true; template: Template } | { ok: false; message: string };
 
