@@ -61,8 +61,3 @@ export async function findPrincipalByHash(db: Db, keyHash: string): Promise<Prin
     permissions: row.permissions as Permission[],
   };
 }
-
-/** The principal of a presented key, or null when the key is unknown or revoked. */
-export function findPrincipal(db: Db, key: string): Promise<Principal | null> {
-  return findPrincipalByHash(db, hashApiKey(key));
-}

@@ -64,6 +64,11 @@ export function prepareRequest(deps: Pick<EngineContext, 'box'>, webhook: LiveWe
 }
 
 type Recorded = AttemptRecord & { orgId: string; webhookId: string; effect: WebhookEffect };
+/** What the record of one attempt did: whether it applied (its lease held), and the automatic disable it calls for. */
+interface RecordOutcome {
+  applied: boolean;
+  disable: 'gone' | 'circuit_breaker' | null;
+}
 
 /**
  * Makes the next attempts of deliveries (SPEC 3.1, 6.6; CONTRACT 5) as claim → prepare → send → record:
@@ -72,7 +77,9 @@ type Recorded = AttemptRecord & { orgId: string; webhookId: string; effect: Webh
  * the deliveries' next states and the webhooks' failure streaks of every concurrent attempt in one statement.
  */
 export class AttemptRunner {
-  private readonly recorder: GroupCommit<Recorded, boolean>;
+  private readonly recorder: GroupCommit<Recorded, RecordOutcome>;
+  /** Automatic disables under way, one per webhook, so concurrent attempts that call for one share it. */
+  private readonly disabling = new Map<string, Promise<void>>();
   /** Places of deliveries between lease and record; every run takes its places before it leases. */
   readonly admission: Admission;
 
@@ -208,7 +215,7 @@ export class AttemptRunner {
       { statusCode: result.statusCode, error: result.error, retryAfter: result.retryAfter },
       { now: finishedAt, schedule: deps.retrySchedule, retryAfterCapSeconds: deps.retryAfterCapSeconds },
     );
-    const applied = await this.recorder.submit({
+    const { applied, disable } = await this.recorder.submit({
       deliveryId: delivery.id,
       orgId: delivery.orgId,
       webhookId: delivery.webhookId,
@@ -221,26 +228,39 @@ export class AttemptRunner {
       effect: next.webhookEffect,
       next: { status: next.status, cycleAttempts: next.cycleAttempts, throttledStreak: next.throttledStreak, nextRetryAt: next.nextRetryAt, error: next.error },
     });
+    // The disable runs here, after the record's statement, never inside the group commit that other attempts wait on.
+    if (disable) await this.disable(delivery.orgId, delivery.webhookId, disable);
     if (applied && next.nextRetryAt) await deps.queues.deliver(delivery.id, next.nextRetryAt, delivery.orgId);
     if (applied && (next.status === 'succeeded' || next.status === 'failed')) deps.onFinished?.(next.status);
     return 'sent';
   }
 
-  /** One statement for every attempt recorded meanwhile; then the rare automatic disables it calls for. */
-  private async flush(items: Recorded[]): Promise<boolean[]> {
+  /**
+   * One statement for every attempt recorded meanwhile. It says, per attempt, whether its record applied and which
+   * automatic disable (410 gone, a tripped circuit breaker) it calls for; the attempt runs that itself.
+   */
+  private async flush(items: Recorded[]): Promise<RecordOutcome[]> {
     const { deps } = this;
     const now = new Date();
     const changes = streakChanges(items.map((i) => ({ webhookId: i.webhookId, effect: i.effect, at: new Date(i.at.getTime() + i.durationMs) })));
     const { applied, failingSince } = await recordAttempts(deps.pool, items, changes, now);
-    const orgOf = new Map(items.map((i) => [i.webhookId, i.orgId]));
-    const disable = new Map<string, 'gone' | 'circuit_breaker'>();
-    for (const id of trippedBreakers(changes, failingSince, now, deps.circuitBreakerSeconds)) disable.set(id, 'circuit_breaker');
-    for (const i of items) if (i.effect === 'gone') disable.set(i.webhookId, 'gone');
-    for (const [webhookId, reason] of disable) {
-      await disableWebhook(deps, orgOf.get(webhookId)!, webhookId, reason).catch((error: unknown) =>
-        deps.logger?.warn({ webhookId, err: (error as Error).message }, 'automatic disable failed; the next attempt tries again'),
-      );
+    const tripped = new Set(trippedBreakers(changes, failingSince, now, deps.circuitBreakerSeconds));
+    return items.map((i) => ({
+      applied: applied.has(i.deliveryId),
+      disable: i.effect === 'gone' ? 'gone' : tripped.has(i.webhookId) ? 'circuit_breaker' : null,
+    }));
+  }
+
+  /** The one automatic disable of a webhook (webhook-state.ts), shared by the attempts that call for it at once. */
+  private disable(orgId: string, webhookId: string, reason: 'gone' | 'circuit_breaker'): Promise<void> {
+    let running = this.disabling.get(webhookId);
+    if (!running) {
+      running = disableWebhook(this.deps, orgId, webhookId, reason)
+        .then(() => undefined)
+        .catch((error: unknown) => this.deps.logger?.warn({ webhookId, err: (error as Error).message }, 'automatic disable failed; the next attempt tries again'))
+        .finally(() => this.disabling.delete(webhookId));
+      this.disabling.set(webhookId, running);
     }
-    return items.map((i) => applied.has(i.deliveryId));
+    return running;
   }
 }

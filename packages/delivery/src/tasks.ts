@@ -21,7 +21,7 @@ import { batches } from '@gatehook/core/webhook-config';
 import type { NewDelivery } from '@gatehook/db/deliveries';
 import { toEventData } from './event-data';
 import type { RenderPool } from './render/pool';
-import { disableWebhookAutomatically, type WebhookAnnouncer } from './webhook-state';
+import { afterAutomaticDisable, disableWebhookAutomatically, type WebhookAnnouncer } from './webhook-state';
 import type { DeliveryQueues } from './jobs';
 import { restartDeliveries } from './manual';
 
@@ -254,10 +254,7 @@ async function stepClaimed(deps: TaskDeps, task: WebhookTask, now: Date, leaseUn
   // added: this worker died here) leaves its deliveries pending with a passed next_retry_at: the reconciler
   // re-enqueues them, so they are still sent at least once.
   await deps.queues.deliverScheduled(slotsOf(result.due), task.orgId);
-  if (result.disabled) {
-    await deps.announce?.(result.disabled.orgId).catch(() => undefined);
-    await deps.queues.fanout(result.disabled.orgId, [result.disabled.auditEventId]);
-  }
+  if (result.disabled) await afterAutomaticDisable(deps, result.disabled);
   if (!result.done) await deps.queues.taskStep(task.id, deps.sendRate === 0 ? now : nextStepAt(result.pacedUntil, now));
   return { kind: 'advanced', handled: result.handled, done: result.done };
 }

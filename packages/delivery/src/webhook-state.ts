@@ -138,7 +138,21 @@ export async function disableWebhook(
   const disabled = await ctx.db.$transaction((tx) => disableWebhookAutomatically(tx, webhookId, reason));
   ctx.configs.invalidate(orgId);
   if (!disabled) return false;
-  await ctx.announce(orgId).catch(() => undefined);
-  await ctx.queues.fanout(disabled.orgId, [disabled.auditEventId]).catch(() => undefined);
+  await afterAutomaticDisable(ctx, disabled);
   return true;
+}
+
+/**
+ * What follows every automatic disable once its transaction committed, whoever made it (an attempt, fan-out, a
+ * batch flush, a replay step): every process sees it (local cache, pub/sub) and its `webhook.disabled` event goes to
+ * fan-out at once. Never fails the caller: a lost announcement is covered by the caches' TTL, a lost enqueue by the
+ * reconciler.
+ */
+export async function afterAutomaticDisable(
+  ctx: { queues: DeliveryQueues; configs?: WebhookConfigs; announce?: WebhookAnnouncer | undefined },
+  disabled: { orgId: string; auditEventId: string },
+): Promise<void> {
+  ctx.configs?.invalidate(disabled.orgId);
+  await ctx.announce?.(disabled.orgId).catch(() => undefined);
+  await ctx.queues.fanout(disabled.orgId, [disabled.auditEventId]).catch(() => undefined);
 }
