@@ -154,4 +154,23 @@ describe('SendScheduler', () => {
     scheduler.doneWaiting('d1');
     expect(scheduler.waitingFor('d1')).toBeUndefined();
   });
+
+  it('a receiver that has not answered yet: its queue shrinks as its requests age, and the excess goes at once', async () => {
+    const scheduler = new SendScheduler({ slots: 50, endpointMax: 1, originMax: 0 });
+    const to = target('A', 'silent');
+    const first = await scheduler.acquire(to, far());
+    expect(first).not.toBeNull(); // in flight, and it never answers
+    const started = Date.now();
+    const results: (SendTurn | null | 'waiting')[] = ['waiting', 'waiting', 'waiting'];
+    for (let i = 0; i < 3; i += 1) void scheduler.acquire(to, started + 1000).then((turn) => (results[i] = turn));
+    await settle();
+    expect(results).toEqual(['waiting', 'waiting', 'waiting']); // no pace known and nothing old yet: they wait
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Its one request has held its slot 300 ms: four in line cannot all be served within the second left.
+    expect(await scheduler.acquire(to, Date.now() + 1000)).toBeNull();
+    await settle();
+    expect(results[2]).toBeNull(); // the newest waiter was turned away too, long before its deadline
+    expect(Date.now() - started).toBeLessThan(900);
+    first!.release(timeout);
+  });
 });

@@ -45,6 +45,7 @@ export interface SendSchedulerOptions {
 interface Waiter {
   grant: (turn: SendTurn | null) => void;
   timer: NodeJS.Timeout;
+  deadline: number;
 }
 
 interface EndpointPace {
@@ -56,6 +57,8 @@ class Endpoint {
   inFlight = 0;
   lastServed = 0;
   readonly waiters: Waiter[] = [];
+  /** When each request in flight started (at most the limit of them). */
+  readonly started = new Set<{ at: number }>();
   constructor(
     readonly target: SendTarget,
     readonly org: Org,
@@ -130,16 +133,17 @@ export class SendScheduler {
     if (endpoint.waiters.length === 0 && this.inFlight < this.options.slots && this.eligible(endpoint)) {
       return Promise.resolve(this.grant(endpoint));
     }
-    const left = deadline - Date.now();
-    const { holdMs } = endpoint.pace;
-    const limit = endpoint.pace.limit.current;
-    if (left <= 0 || (endpoint.inFlight >= limit && holdMs !== undefined && ((endpoint.waiters.length + 1) / limit) * holdMs > left)) {
+    const now = Date.now();
+    const left = deadline - now;
+    if (left <= 0 || !this.canServe(endpoint, endpoint.waiters.length + 1, left, now)) {
+      this.turnAwayUnservable(endpoint, now);
       this.forgetIfIdle(endpoint);
       return Promise.resolve(null);
     }
     return new Promise((resolve) => {
       const waiter: Waiter = {
         grant: resolve,
+        deadline,
         timer: setTimeout(() => {
           endpoint.waiters.splice(endpoint.waiters.indexOf(waiter), 1);
           this.noteDequeued(endpoint);
@@ -191,9 +195,44 @@ export class SendScheduler {
    */
   retryAt(webhookId: string, now = Date.now()): Date {
     const pace = this.paceOf(webhookId);
-    const ahead = (this.turnedAwayPerWebhook.get(webhookId) ?? 0) + (this.endpoints.get(webhookId)?.waiters.length ?? 0);
-    const base = Math.min(MAX_TURN_AWAY_MS, Math.max(MIN_TURN_AWAY_MS, (ahead / pace.limit.current) * (pace.holdMs ?? 0)));
+    const endpoint = this.endpoints.get(webhookId);
+    const ahead = (this.turnedAwayPerWebhook.get(webhookId) ?? 0) + (endpoint?.waiters.length ?? 0);
+    const hold = endpoint ? this.holdEstimate(endpoint, now) : (pace.holdMs ?? 0);
+    const base = Math.min(MAX_TURN_AWAY_MS, Math.max(MIN_TURN_AWAY_MS, (ahead / pace.limit.current) * hold));
     return new Date(now + base + Math.floor(Math.random() * Math.min(base, 1_000)));
+  }
+
+  /**
+   * How long a request of `endpoint` holds its slot, as far as is known: its average, or the age of its oldest
+   * request in flight when that is longer (a receiver that has just started to hang, or has not answered yet).
+   */
+  private holdEstimate(endpoint: Endpoint, now: number): number {
+    let hold = endpoint.pace.holdMs ?? 0;
+    for (const { at } of endpoint.started) hold = Math.max(hold, now - at);
+    return hold;
+  }
+
+  /** Whether the `position`-th waiter of a saturated endpoint can get its turn within `left` ms at its pace. */
+  private canServe(endpoint: Endpoint, position: number, left: number, now: number): boolean {
+    const limit = endpoint.pace.limit.current;
+    if (endpoint.inFlight < limit) return true;
+    return (position / limit) * this.holdEstimate(endpoint, now) <= left;
+  }
+
+  /**
+   * Turns away, newest first, the waiters the endpoint can no longer serve before their deadlines (its requests in
+   * flight have held their slots longer than expected): their places in the room are given back now, not at their
+   * deadlines, and they come back at the endpoint's pace.
+   */
+  private turnAwayUnservable(endpoint: Endpoint, now: number): void {
+    while (endpoint.waiters.length > 0) {
+      const last = endpoint.waiters[endpoint.waiters.length - 1]!;
+      if (this.canServe(endpoint, endpoint.waiters.length, last.deadline - now, now)) return;
+      endpoint.waiters.pop();
+      clearTimeout(last.timer);
+      this.noteDequeued(endpoint);
+      last.grant(null);
+    }
   }
 
   private paceOf(webhookId: string): EndpointPace {
@@ -236,12 +275,15 @@ export class SendScheduler {
     this.sequence += 1;
     org.lastServed = this.sequence;
     endpoint.lastServed = this.sequence;
-    const startedAt = Date.now();
+    const started = { at: Date.now() };
+    const startedAt = started.at;
+    endpoint.started.add(started);
     let released = false;
     return {
       release: (result) => {
         if (released) return;
         released = true;
+        endpoint.started.delete(started);
         this.inFlight -= 1;
         org.inFlight -= 1;
         endpoint.inFlight -= 1;
