@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import type { SecretBox } from '@gatehook/core/encryption';
 import { sanitiseText } from '@gatehook/core/sanitise';
 import type { NewDelivery } from '@gatehook/db/deliveries';
@@ -36,7 +36,7 @@ export function prepareDeliveries(
   const deliveries: PreparedDelivery[] = [];
   const rendered: RenderedEvent[] = [];
   const failed = (eventId: string, error: string): PreparedDelivery => ({
-    id: randomUUID(),
+    id: uuidv7(),
     webhookId: webhook.id,
     eventIds: [eventId],
     status: 'failed',
@@ -61,7 +61,7 @@ export function prepareDeliveries(
   const { bodies, oversized } = packBodies(webhook.format, rendered, webhook.maxEvents);
   for (const eventId of oversized) deliveries.push(failed(eventId, 'payload_too_large: the event alone exceeds the 1 MB body limit'));
   for (const body of bodies) {
-    const id = randomUUID();
+    const id = uuidv7();
     deliveries.push({
       id,
       webhookId: webhook.id,
