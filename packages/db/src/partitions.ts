@@ -201,9 +201,10 @@ async function createPartition(client: PoolClient, t: HistoryTable, name: string
   const key = quoteIdent(t.column);
   const storage = t.with ? ` WITH (${t.with})` : '';
   await inTransaction(client, async () => {
-    // Writes into the DEFAULT partition wait while this runs, so none lands in the range between the check and the
-    // attach (creating a partition scans the DEFAULT partition for rows of its range anyway).
-    await client.query(`LOCK TABLE ${def} IN EXCLUSIVE MODE`);
+    // The lock CREATE ... PARTITION OF takes anyway, taken first: parent before partition, the order every query
+    // takes them in (no deadlock), and no row lands in the DEFAULT partition's part of the range between the check
+    // and the attach. Brief: the check is an index probe, and rows to move exist only after a long upkeep outage.
+    await client.query(`LOCK TABLE ${parent} IN ACCESS EXCLUSIVE MODE`);
     const { rows } = await client.query<{ waiting: boolean }>(
       `SELECT EXISTS (SELECT 1 FROM ${def} WHERE ${key} >= $1 AND ${key} < $2) AS waiting`,
       [lo, hi],
