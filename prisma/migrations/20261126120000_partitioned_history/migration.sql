@@ -170,7 +170,7 @@ ALTER TABLE "deliveries" ADD CONSTRAINT "deliveries_webhook_id_fkey" FOREIGN KEY
 --    here for the first to commit and then skips it; an event still pending or parked is skipped;
 -- 2. with a snapshot taken after 1, any claimed id already stored (fanned out, so no longer pending) is given
 --    back, and the others are stored. An event committed by anyone before step 1 ended is seen by step 2.
--- Returns the (org_id, id) pairs stored, the first occurrence of an id within the batch winning.
+-- Returns the (org_id, id) pairs stored, in the batch's order, the first occurrence of an id within the batch winning.
 CREATE FUNCTION "insert_audit_events"(batch jsonb) RETURNS TABLE (org_id uuid, id uuid)
 LANGUAGE plpgsql VOLATILE AS $fn$
 #variable_conflict use_column
@@ -214,6 +214,6 @@ BEGIN
     WHERE NOT EXISTS (SELECT 1 FROM seen s WHERE s.org_id = x.org_id AND s.id = x.id)
     RETURNING e.org_id, e.id
   )
-  SELECT s.org_id, s.id FROM stored s;
+  SELECT s.org_id, s.id FROM stored s JOIN x ON x.org_id = s.org_id AND x.id = s.id ORDER BY x.n;
 END
 $fn$;
