@@ -20,7 +20,7 @@ describe('POST /audit-events', () => {
     const r = await ingest(auditEvent({ resources: { mcp_slug: 'github' }, context: { ip: '10.1.2.3', trace_id: 't-1' }, changes: [{ field: 'x', old: 1, new: 2 }] }));
     expect(r.status).toBe(202);
     expect(r.body).toEqual({ accepted: 1, ids: [expect.stringMatching(/^[0-9a-f-]{36}$/)] });
-    const row = await api.db.auditEvent.findUniqueOrThrow({ where: { orgId_id: { orgId: org.orgId, id: r.body.ids[0] } } });
+    const row = await api.db.auditEvent.findFirstOrThrow({ where: { orgId: org.orgId, id: r.body.ids[0] } });
     expect(row).toMatchObject({
       action: 'policy.created', actorType: 'user', actorDisplayName: 'Ada', resources: { mcp_slug: 'github' },
       context: { ip: '10.1.2.3', trace_id: 't-1' }, changes: [{ field: 'x', old: 1, new: 2 }],
@@ -36,7 +36,7 @@ describe('POST /audit-events', () => {
     expect(r.body.accepted).toBe(1000);
     expect(r.body.ids[0]).toBe(given);
     expect(new Set(r.body.ids).size).toBe(1000);
-    const row = await api.db.auditEvent.findUniqueOrThrow({ where: { orgId_id: { orgId: org.orgId, id: given } } });
+    const row = await api.db.auditEvent.findFirstOrThrow({ where: { orgId: org.orgId, id: given } });
     expect(row.createdAt.toISOString()).toBe('2026-01-02T02:04:05.678Z');
   });
 

@@ -178,7 +178,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     onReenqueued: (kind, count) => metrics.reenqueued.inc({ kind }, count),
     ...(deps.reconcilerGrace ? { grace: deps.reconcilerGrace } : {}),
   });
-  const sweep = () => sweepRetention(db, config.DELIVERY_RETENTION_DAYS, logger).catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'retention sweep failed'));
+  const sweep = () => sweepRetention(db, config.DELIVERY_RETENTION_DAYS, logger, { width: config.HISTORY_PARTITION }).catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'retention sweep failed'));
   const retentionTimer = setInterval(() => void sweep(), RETENTION_INTERVAL_MS);
   void sweep();
 

@@ -54,6 +54,8 @@ const envSchema = z.object({
   CIRCUIT_BREAKER_SECONDS: integer(1).default(259200),
   SECRET_ROTATION_OVERLAP_SECONDS: integer(0).default(86400),
   DELIVERY_RETENTION_DAYS: integer(1).default(30),
+  /** Width of the time partitions of deliveries, attempts and audit events (CONTRACT 16, docs/database.md). */
+  HISTORY_PARTITION: z.enum(['hour', 'day', 'week', 'month']).default('day'),
   RETRY_AFTER_CAP_SECONDS: integer(0).default(3600),
   EGRESS_ALLOW_CIDRS: z.string().default(''),
   EGRESS_EXTRA_CA_FILE: z.string().default(''),

@@ -55,6 +55,12 @@ export interface StreakChange {
 
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
 
+// deliveries is partitioned by id (docs/database.md, "Partitioned history"). Every statement here names its ids as
+// `id = ANY($1)`, also where a join already matches them: the planner prunes to the ids' partitions only from a
+// condition on the key itself, and only with the array's value at hand (a custom plan; Postgres 15 does not prune
+// a generic plan on `= ANY(<parameter>)`). The plan cache keeps choosing custom plans for these statements, a generic
+// plan over every partition costing more; partitions.test.ts checks both.
+
 type LeasedRow = {
   id: string; org_id: string; webhook_id: string; status: 'pending' | 'retrying'; cycle_attempts: number; throttled_streak: number;
   body_encrypted: string | null; content_type: string | null;
@@ -106,7 +112,7 @@ export async function releaseDeliveries(pool: Pool, releases: readonly Release[]
              next_retry_at = CASE WHEN r.error IS NULL THEN d.next_retry_at ELSE NULL END,
              updated_at = now()
            FROM unnest($1::uuid[], $2::timestamptz[], $3::text[]) AS r(id, lease, error)
-           WHERE d.id = r.id AND d.leased_until = r.lease`,
+           WHERE d.id = r.id AND d.id = ANY($1::uuid[]) AND d.leased_until = r.lease`,
     values: [releases.map((r) => r.id), releases.map((r) => r.lease.toISOString()), releases.map((r) => r.failWith ?? null)],
   });
 }
@@ -139,13 +145,13 @@ export async function recordAttempts(
                throttled_streak = r.throttled_streak, attempt_count = d.attempt_count + 1, next_retry_at = r.next_retry_at,
                leased_until = NULL, error = COALESCE(r.delivery_error, d.error), updated_at = $16
              FROM r
-             WHERE d.id = r.delivery_id AND d.leased_until = r.lease AND d.status IN ('pending', 'retrying')
+             WHERE d.id = r.delivery_id AND d.id = ANY($1::uuid[]) AND d.leased_until = r.lease AND d.status IN ('pending', 'retrying')
              RETURNING d.id
            ), counted AS (
              UPDATE deliveries d SET attempt_count = d.attempt_count + 1, updated_at = $16,
                leased_until = CASE WHEN d.leased_until = r.lease THEN NULL ELSE d.leased_until END
              FROM r
-             WHERE d.id = r.delivery_id AND d.id NOT IN (SELECT id FROM applied)
+             WHERE d.id = r.delivery_id AND d.id = ANY($1::uuid[]) AND d.id NOT IN (SELECT id FROM applied)
            ), before AS (
              SELECT id, failing_since FROM webhooks WHERE id = ANY($13::uuid[])
            ), streak AS (

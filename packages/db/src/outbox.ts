@@ -11,8 +11,8 @@ export interface OutboxEvent {
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
 
 /**
- * Stores audit events, skipping ids already stored (idempotent ingestion), with their `pending_fanout` rows, in
- * one statement whatever their organisations. Returns the (org, id) pairs actually inserted. The rows travel as
+ * Stores audit events, skipping ids already stored in any partition (idempotent ingestion), with their
+ * `pending_fanout` rows, in one round trip whatever their organisations. Returns the (org, id) pairs actually inserted. The rows travel as
  * one JSON document (`jsonb_to_recordset`): one JSON.stringify of the batch instead of fifteen array literals,
  * each of whose elements the driver would escape and Postgres would parse again (half of the API's CPU per event
  * in 100-event requests). Strings reach here already checked storable (no NUL, no lone surrogate).
@@ -25,22 +25,12 @@ export async function insertAuditEvents(pool: Pool, events: readonly OutboxEvent
     if (last?.at !== receivedAt) last = { at: receivedAt, iso: receivedAt.toISOString() };
     return { ...data, received_at: last.iso };
   });
+  // insert_audit_events() (migration 20261126120000_partitioned_history) claims the ids in pending_fanout, then
+  // stores those not stored in any partition yet, each step with its own snapshot: audit_events is partitioned by
+  // received_at, so no unique index spans an id's partitions.
   const { rows: inserted } = await pool.query<{ org_id: string; id: string }>({
     name: 'insert_audit_events',
-    text: `WITH inserted AS (
-             INSERT INTO audit_events (org_id, id, action, actor_type, actor_id, actor_display_name, resource_type, resource_id,
-               resource_display_name, resources, context, changes, payload, created_at, received_at)
-             SELECT org_id, id, action, actor_type, actor_id, actor_display_name, resource_type, resource_id,
-               resource_display_name, resources, context, changes, payload, created_at, received_at
-             FROM jsonb_to_recordset($1::jsonb) AS x(org_id uuid, id uuid, action text, actor_type text, actor_id text,
-               actor_display_name text, resource_type text, resource_id text, resource_display_name text, resources jsonb,
-               context jsonb, changes jsonb, payload jsonb, created_at timestamptz, received_at timestamptz)
-             ON CONFLICT DO NOTHING
-             RETURNING org_id, id, received_at
-           ), pending AS (
-             INSERT INTO pending_fanout (org_id, event_id, received_at) SELECT org_id, id, received_at FROM inserted
-           )
-           SELECT org_id, id FROM inserted`,
+    text: 'SELECT org_id, id FROM insert_audit_events($1::jsonb)',
     values: [JSON.stringify(rows)],
   });
   return inserted.map((r) => ({ orgId: r.org_id, id: r.id }));
@@ -93,8 +83,9 @@ export async function readPendingEvents(pool: Pool, orgId: string, ids: readonly
   const { rows } = await pool.query<EventRow>({
     name: 'read_pending_events',
     text: `SELECT ${EVENT_SELECT} FROM (SELECT DISTINCT unnest($2::uuid[]) AS id) AS k
-           CROSS JOIN LATERAL (SELECT 1 FROM pending_fanout p WHERE p.org_id = $1 AND p.event_id = k.id LIMIT 1) p
-           CROSS JOIN LATERAL (SELECT * FROM audit_events e WHERE e.org_id = $1 AND e.id = k.id LIMIT 1) e
+           CROSS JOIN LATERAL (SELECT p.received_at FROM pending_fanout p WHERE p.org_id = $1 AND p.event_id = k.id LIMIT 1) p
+           -- The pending row's received_at is the event's: the lookup prunes to its one partition.
+           CROSS JOIN LATERAL (SELECT * FROM audit_events e WHERE e.org_id = $1 AND e.id = k.id AND e.received_at = p.received_at LIMIT 1) e
            ORDER BY e.id`,
     values: [orgId, ids],
   });

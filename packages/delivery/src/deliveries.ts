@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import type { SecretBox } from '@gatehook/core/encryption';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import { sanitiseText } from '@gatehook/core/sanitise';
@@ -49,7 +49,7 @@ export function prepareDeliveries(
 /** The failed delivery of one event that produced no body: it carries the error and is not retryable. */
 export function failedDelivery(webhookId: string, eventId: string, error: string): PreparedDelivery {
   return {
-    id: randomUUID(),
+    id: uuidv7(),
     webhookId,
     eventIds: [eventId],
     status: 'failed',
@@ -76,7 +76,7 @@ export function packDeliveries(
   const { bodies, oversized } = packBodies(webhook.format, rendered, webhook.maxEvents);
   for (const eventId of oversized) deliveries.push(failedDelivery(webhook.id, eventId, deliveryError('payload_too_large', 'the event alone exceeds the 1 MB body limit')));
   for (const body of bodies) {
-    const id = randomUUID();
+    const id = uuidv7();
     deliveries.push({
       id,
       webhookId: webhook.id,

@@ -1,0 +1,369 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Pool } from 'pg';
+import { leaseDeliveries, recordAttempts } from '@gatehook/db/deliveries';
+import { applyMigrations, MIGRATIONS_DIR } from '@gatehook/db/migrate';
+import { commitFanout, insertAuditEvents, readEvents, readPendingEvents, type OutboxEvent } from '@gatehook/db/outbox';
+import {
+  dropExpiredPartitions,
+  ensurePartitions,
+  listPartitions,
+  partitionName,
+  periodEnd,
+  periodStart,
+  sweepDefaultPartitions,
+  uuidV7Floor,
+  uuidV7Time,
+} from '@gatehook/db/partitions';
+
+/** A UUIDv7 of the instant (random bits after the time, as RFC 9562 lays them out). */
+const uuidv7 = (options: { msecs?: number } = {}): string => {
+  const floor = uuidV7Floor(options.msecs ?? Date.now());
+  const hex = randomBytes(10).toString('hex');
+  return `${floor.slice(0, 14)}7${hex.slice(0, 3)}-${(8 + (parseInt(hex[3]!, 16) & 3)).toString(16)}${hex.slice(4, 7)}-${hex.slice(7, 19)}`;
+};
+
+const SERVER = process.env.TEST_PG_SERVER ?? 'postgresql://postgres@127.0.0.1:5432';
+const dbName = `gatehook_partitions_${randomBytes(4).toString('hex')}`;
+const databaseUrl = `${SERVER}/${dbName}`;
+const MIGRATION = '20261126120000_partitioned_history';
+const DAY = 86_400_000;
+
+let pool: Pool;
+let before: string;
+
+afterAll(async () => {
+  await pool?.end();
+  if (before) await rm(before, { recursive: true, force: true });
+  const admin = new Client({ connectionString: `${SERVER}/postgres` });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
+  await admin.end();
+});
+
+describe('partition arithmetic', () => {
+  it('finds the UTC period of each width', () => {
+    const t = Date.parse('2026-11-26T13:45:10.123Z'); // a Thursday
+    expect(new Date(periodStart(t, 'hour')).toISOString()).toBe('2026-11-26T13:00:00.000Z');
+    expect(new Date(periodStart(t, 'day')).toISOString()).toBe('2026-11-26T00:00:00.000Z');
+    expect(new Date(periodStart(t, 'week')).toISOString()).toBe('2026-11-23T00:00:00.000Z');
+    expect(new Date(periodEnd(t, 'week')).toISOString()).toBe('2026-11-30T00:00:00.000Z');
+    expect(new Date(periodStart(t, 'month')).toISOString()).toBe('2026-11-01T00:00:00.000Z');
+    expect(new Date(periodEnd(Date.parse('2026-12-31T23:00:00Z'), 'month')).toISOString()).toBe('2027-01-01T00:00:00.000Z');
+    expect(partitionName('deliveries', periodStart(t, 'day'))).toBe('deliveries_p20261126');
+    expect(partitionName('deliveries', periodStart(t, 'hour'))).toBe('deliveries_p2026112613');
+  });
+
+  it('bounds UUIDv7 ids by their time', () => {
+    const ms = Date.now();
+    const id = uuidv7({ msecs: ms });
+    expect(uuidV7Time(id)).toBe(ms);
+    expect(uuidV7Floor(ms) <= id && id < uuidV7Floor(ms + 1)).toBe(true);
+    expect(uuidV7Time(uuidV7Floor(ms))).toBe(ms);
+  });
+});
+
+const org = randomUUID();
+const webhook = randomUUID();
+const event = (id: string, receivedAt: Date, action = 'tag.created'): OutboxEvent => ({
+  receivedAt,
+  data: {
+    id, org_id: org, action, actor_type: 'user', actor_id: 'u1', actor_display_name: 'U', resource_type: 'tag', resource_id: 't1',
+    resource_display_name: 'T', resources: {}, context: { ip: '10.0.0.1' }, changes: [], payload: { name: 'x' }, created_at: receivedAt.toISOString(),
+  },
+});
+
+describe('the upgrade of a populated database (migration 20261126120000_partitioned_history)', () => {
+  const legacyDeliveries = Array.from({ length: 50 }, () => randomUUID());
+  const parked = randomUUID();
+  const pending = randomUUID();
+  const fannedOut = Array.from({ length: 20 }, () => randomUUID());
+  const buffered = randomUUID();
+  let lastAttemptId = 0;
+
+  beforeAll(async () => {
+    before = await mkdtemp(path.join(os.tmpdir(), 'gatehook-migrations-'));
+    for (const name of (await readdir(MIGRATIONS_DIR)).filter((n) => n < MIGRATION)) await cp(path.join(MIGRATIONS_DIR, name), path.join(before, name), { recursive: true });
+    await applyMigrations(databaseUrl, before);
+    pool = new Pool({ connectionString: databaseUrl, max: 4 });
+
+    // Real-shaped rows as the service wrote them before partitioning: random delivery ids, attempts, events of
+    // several days, a parked and a pending event, a batch-buffer entry.
+    const now = Date.now();
+    await pool.query(`INSERT INTO organizations (id, name) VALUES ($1, 'o')`, [org]);
+    await pool.query(
+      `INSERT INTO webhooks (id, org_id, name, url_encrypted, url_mask, events, secret_encrypted, active_since, updated_at, format, max_events)
+       VALUES ($1, $2, 'w', 'x', 'https://h/…abcd', '{tag.created}', 's', now(), now(), 'array', 10)`,
+      [webhook, org],
+    );
+    for (const [i, id] of legacyDeliveries.entries()) {
+      const createdAt = new Date(now - (i % 10) * DAY).toISOString();
+      await pool.query(
+        `INSERT INTO deliveries (id, org_id, webhook_id, status, event_ids, event_count, body_encrypted, content_type, attempt_count,
+           cycle_attempts, next_retry_at, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, 1, 'body', 'application/json', 2, 2, $6, $7, $7)`,
+        [id, org, webhook, i % 2 ? 'failed' : 'retrying', [fannedOut[i % 20]], i % 2 ? null : new Date(now - 1000).toISOString(), createdAt],
+      );
+      for (const code of [500, 502]) {
+        await pool.query(`INSERT INTO delivery_attempts (delivery_id, at, status_code, error, duration_ms, response_snippet) VALUES ($1, $2, $3, $4, 12, 'oops')`, [id, createdAt, code, `http_${code}`]);
+      }
+    }
+    const events = [
+      ...fannedOut.map((id, i) => event(id, new Date(now - (i % 5) * DAY))),
+      event(parked, new Date(now - 3 * DAY)),
+      event(pending, new Date(now - 60_000)),
+      event(buffered, new Date(now - 2 * DAY)),
+    ];
+    for (const e of events) {
+      const d = e.data;
+      await pool.query(
+        `INSERT INTO audit_events (org_id, id, action, actor_type, actor_id, actor_display_name, resource_type, resource_id, resource_display_name,
+           resources, context, changes, payload, created_at, received_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+        [d.org_id, d.id, d.action, d.actor_type, d.actor_id, d.actor_display_name, d.resource_type, d.resource_id, d.resource_display_name,
+          JSON.stringify(d.resources), JSON.stringify(d.context), JSON.stringify(d.changes), JSON.stringify(d.payload), d.created_at, e.receivedAt.toISOString()],
+      );
+    }
+    await pool.query(`INSERT INTO pending_fanout (org_id, event_id, received_at, attempts, parked_at, last_error) VALUES ($1, $2, $3, 5, now(), 'RangeError: x')`, [org, parked, new Date(now - 3 * DAY).toISOString()]);
+    await pool.query(`INSERT INTO pending_fanout (org_id, event_id, received_at) VALUES ($1, $2, $3)`, [org, pending, new Date(now - 60_000).toISOString()]);
+    await pool.query(`INSERT INTO batch_items (webhook_id, event_id, org_id) VALUES ($1, $2, $3)`, [webhook, buffered, org]);
+    lastAttemptId = Number((await pool.query<{ max: string }>('SELECT max(id) AS max FROM delivery_attempts')).rows[0]!.max);
+
+    const result = await applyMigrations(databaseUrl);
+    expect(result.applied).toEqual([MIGRATION]);
+  });
+
+  it('keeps every row, now in partitioned tables', async () => {
+    const { rows: kinds } = await pool.query<{ relname: string; relkind: string }>(
+      `SELECT relname, relkind::text FROM pg_class WHERE relname IN ('deliveries', 'delivery_attempts', 'audit_events') ORDER BY relname`,
+    );
+    expect(kinds.map((k) => k.relkind)).toEqual(['p', 'p', 'p']);
+    const { rows: d } = await pool.query<{ id: string; n: number }>(
+      `SELECT d.id, (SELECT count(*)::int FROM delivery_attempts a WHERE a.delivery_id = d.id) AS n FROM deliveries d WHERE d.org_id = $1`,
+      [org],
+    );
+    expect(d.map((r) => r.id).sort()).toEqual([...legacyDeliveries].sort());
+    for (const r of d) expect(r.n).toBe(2);
+    const { rows: e } = await pool.query<{ id: string }>(`SELECT id FROM audit_events WHERE org_id = $1`, [org]);
+    expect(e).toHaveLength(23);
+    const { rows: p } = await pool.query<{ event_id: string; parked_at: Date | null }>(`SELECT event_id, parked_at FROM pending_fanout ORDER BY parked_at NULLS FIRST`);
+    expect(p.map((r) => r.event_id)).toEqual([pending, parked]);
+    expect(p[1]!.parked_at).not.toBeNull();
+    // Audit events went to the day partition of their receipt.
+    const { rows: placed } = await pool.query<{ part: string; received_at: Date }>(`SELECT tableoid::regclass::text AS part, received_at FROM audit_events`);
+    for (const r of placed) expect(r.part).toBe(partitionName('audit_events', periodStart(r.received_at.getTime(), 'day')));
+  });
+
+  it("serves the service's statements: read, lease, record, fan out, ingest", async () => {
+    // Fan-out reads the pending event, pruned to its partition, and a batch's events by id.
+    expect((await readPendingEvents(pool, org, [pending, parked, fannedOut[0]!])).map((e) => e.data.id).sort()).toEqual([pending, parked].sort());
+    expect((await readEvents(pool, org, [buffered, fannedOut[3]!])).map((e) => e.data.id).sort()).toEqual([buffered, fannedOut[3]!].sort());
+
+    // A pre-upgrade delivery (random id) is leased and its attempt recorded; attempt ids keep counting.
+    const id = legacyDeliveries[0]!;
+    const now = new Date();
+    const lease = new Date(now.getTime() + 60_000);
+    const leased = await leaseDeliveries(pool, [id], now, lease);
+    expect(leased.map((l) => l.id)).toEqual([id]);
+    const { applied } = await recordAttempts(pool, [{
+      deliveryId: id, lease, at: now, statusCode: 200, error: '', durationMs: 9, responseSnippet: 'ok',
+      next: { status: 'succeeded', cycleAttempts: 3, throttledStreak: 0, nextRetryAt: null, error: null },
+    }], [], now);
+    expect([...applied]).toEqual([id]);
+    const { rows: attempts } = await pool.query<{ id: string }>(`SELECT id FROM delivery_attempts WHERE delivery_id = $1 ORDER BY id`, [id]);
+    expect(attempts).toHaveLength(3);
+    expect(Number(attempts[2]!.id)).toBeGreaterThan(lastAttemptId);
+
+    // A new delivery (UUIDv7) is created by the fan-out of the pending event and lands in today's partition.
+    const fresh = uuidv7();
+    const committed = await commitFanout(pool, {
+      orgId: org, eventIds: [pending], now,
+      deliveries: [{ id: fresh, webhookId: webhook, eventIds: [pending], status: 'pending', bodyEncrypted: 'b', contentType: 'application/json', error: null, nextRetryAt: now }],
+      batchItems: [],
+    });
+    expect(committed).toEqual({ claimed: [pending], deliveries: [fresh], buffered: [] });
+    const { rows: where } = await pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM deliveries WHERE id = $1`, [fresh]);
+    expect(where[0]!.part).toBe(partitionName('deliveries', periodStart(now.getTime(), 'day')));
+
+    // A migrated event replayed by the client now is not stored again (it was received days ago).
+    expect(await insertAuditEvents(pool, [event(fannedOut[4]!, new Date())])).toEqual([]);
+    expect((await pool.query(`SELECT 1 FROM audit_events WHERE org_id = $1 AND id = $2`, [org, fannedOut[4]])).rowCount).toBe(1);
+  });
+});
+
+describe('lookups by delivery id', () => {
+  const plan = async (sql: string, params: unknown[] = []) => {
+    const client = await pool.connect();
+    try {
+      // A generic plan prunes at executor start-up (the hot path's named statements run so after five executions).
+      await client.query(`SET plan_cache_mode = force_generic_plan`);
+      await client.query({ name: `p${randomBytes(4).toString('hex')}`, text: sql, values: params }).catch(() => undefined);
+      const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ${sql}`.replace(/\$1/g, `'${String(params[0])}'`));
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    } finally {
+      await client.query('RESET plan_cache_mode');
+      client.release();
+    }
+  };
+
+  it('touch one partition (and the DEFAULT partition only for ids no partition covers)', async () => {
+    const id = uuidv7();
+    const today = partitionName('deliveries', periodStart(Date.now(), 'day'));
+    const byId = await plan(`SELECT * FROM deliveries WHERE id = $1`, [id]);
+    expect(byId).toContain(`on ${today}`);
+    expect(byId.match(/deliveries_p\d+|deliveries_default/g)!.filter((n, i, all) => all.indexOf(n) === i)).toEqual([today]);
+    const attempts = await plan(`SELECT * FROM delivery_attempts WHERE delivery_id = $1 ORDER BY id DESC LIMIT 6`, [id]);
+    expect(attempts.match(/delivery_attempts_p\d+|delivery_attempts_default/g)!.filter((n, i, all) => all.indexOf(n) === i)).toEqual([`delivery_attempts_p${today.slice(-8)}`]);
+  });
+
+  it('prune a list of ids in the hot path statements, whose plans stay custom', async () => {
+    const client = await pool.connect();
+    try {
+      // The text of leaseDeliveries and of recordAttempts' update, as named statements run them: after five
+      // executions the plan cache weighs a generic plan, which cannot prune `= ANY($1)`, and keeps custom ones.
+      await client.query(`PREPARE lease_plan(uuid[], timestamptz, timestamptz) AS UPDATE deliveries SET leased_until = $3
+        WHERE id = ANY($1::uuid[]) AND status IN ('pending', 'retrying') AND next_retry_at <= $2 AND (leased_until IS NULL OR leased_until < $2)`);
+      await client.query(`PREPARE record_plan(uuid[], timestamptz[]) AS UPDATE deliveries d SET attempt_count = d.attempt_count + 1
+        FROM unnest($1::uuid[], $2::timestamptz[]) AS r(delivery_id, lease)
+        WHERE d.id = r.delivery_id AND d.id = ANY($1::uuid[]) AND d.leased_until = r.lease`);
+      const id = uuidv7();
+      for (let i = 0; i < 8; i++) {
+        await client.query(`EXECUTE lease_plan(ARRAY['${uuidv7()}']::uuid[], now(), now())`);
+        await client.query(`EXECUTE record_plan(ARRAY['${uuidv7()}']::uuid[], ARRAY[now()]::timestamptz[])`);
+      }
+      const today = partitionName('deliveries', periodStart(Date.now(), 'day'));
+      for (const statement of [`lease_plan(ARRAY['${id}']::uuid[], now(), now())`, `record_plan(ARRAY['${id}']::uuid[], ARRAY[now()]::timestamptz[])`]) {
+        const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (COSTS OFF) EXECUTE ${statement}`);
+        const text = rows.map((r) => r['QUERY PLAN']).join('\n');
+        expect(text.match(/deliveries_p\d+|deliveries_default/g)!.filter((n, i, all) => all.indexOf(n) === i)).toEqual([today]);
+      }
+      await client.query('DEALLOCATE lease_plan; DEALLOCATE record_plan');
+    } finally {
+      client.release();
+    }
+  });
+});
+
+describe('idempotent ingestion across partitions', () => {
+  it('stores an event id once when it comes again a day later, after its fan-out', async () => {
+    const id = randomUUID(); // a client-supplied id need not be time-ordered
+    const yesterday = new Date(Date.now() - DAY);
+    expect(await insertAuditEvents(pool, [event(id, yesterday)])).toEqual([{ orgId: org, id }]);
+    await commitFanout(pool, { orgId: org, eventIds: [id], now: new Date(), deliveries: [], batchItems: [] });
+    expect(await insertAuditEvents(pool, [event(id, new Date())])).toEqual([]);
+    const { rows } = await pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM audit_events WHERE org_id = $1 AND id = $2`, [org, id]);
+    expect(rows.map((r) => r.part)).toEqual([partitionName('audit_events', periodStart(yesterday.getTime(), 'day'))]);
+    expect((await pool.query(`SELECT 1 FROM pending_fanout WHERE event_id = $1`, [id])).rowCount).toBe(0);
+  });
+
+  it('stores it once when two ingestions race on either side of a partition boundary', async () => {
+    const id = randomUUID();
+    const midnight = periodStart(Date.now(), 'day');
+    const [a, b] = [new Client({ connectionString: databaseUrl }), new Client({ connectionString: databaseUrl })];
+    await a.connect();
+    await b.connect();
+    try {
+      const json = (e: OutboxEvent) => JSON.stringify([{ ...e.data, received_at: e.receivedAt.toISOString() }]);
+      await a.query('BEGIN');
+      expect((await a.query(`SELECT * FROM insert_audit_events($1::jsonb)`, [json(event(id, new Date(midnight - 1)))])).rowCount).toBe(1);
+      // b waits on a's claim in pending_fanout, then sees a's event and stores nothing.
+      const second = b.query(`SELECT * FROM insert_audit_events($1::jsonb)`, [json(event(id, new Date(midnight + 1)))]);
+      await new Promise((r) => setTimeout(r, 200));
+      await a.query('COMMIT');
+      expect((await second).rowCount).toBe(0);
+    } finally {
+      await a.end();
+      await b.end();
+    }
+    expect((await pool.query(`SELECT 1 FROM audit_events WHERE org_id = $1 AND id = $2`, [org, id])).rowCount).toBe(1);
+  });
+
+  it('keeps the first of an id repeated within one batch', async () => {
+    const id = randomUUID();
+    const now = new Date();
+    expect(await insertAuditEvents(pool, [event(id, now, 'tag.created'), event(id, now, 'tag.deleted')])).toEqual([{ orgId: org, id }]);
+    expect((await pool.query<{ action: string }>(`SELECT action FROM audit_events WHERE org_id = $1 AND id = $2`, [org, id])).rows).toEqual([{ action: 'tag.created' }]);
+  });
+});
+
+describe('partition upkeep and retention', () => {
+  it('creates partitions ahead, moving rows that waited in the DEFAULT partition, and never overlaps on a change of width', async () => {
+    const future = periodStart(Date.now() + 60 * DAY, 'day'); // past what the migration created
+    const waiting = uuidv7({ msecs: future + 3_600_000 });
+    await pool.query(
+      `INSERT INTO deliveries (id, org_id, webhook_id, status, event_ids, event_count, created_at, updated_at) VALUES ($1, $2, $3, 'succeeded', '{}', 0, now(), now())`,
+      [waiting, org, webhook],
+    );
+    await pool.query(`INSERT INTO delivery_attempts (delivery_id, at, status_code, duration_ms) VALUES ($1, now(), 200, 1)`, [waiting]);
+    expect((await pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM deliveries WHERE id = $1`, [waiting])).rows[0]!.part).toBe('deliveries_default');
+
+    const created = await ensurePartitions(pool, new Date(future), { width: 'day', aheadMs: 2 * DAY });
+    expect(created).toContain(partitionName('deliveries', periodStart(future, 'day')));
+    expect((await pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM deliveries WHERE id = $1`, [waiting])).rows[0]!.part)
+      .toBe(partitionName('deliveries', periodStart(future, 'day')));
+    expect((await pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM delivery_attempts WHERE delivery_id = $1`, [waiting])).rows[0]!.part)
+      .toBe(partitionName('delivery_attempts', periodStart(future, 'day')));
+    expect(await ensurePartitions(pool, new Date(future), { width: 'day', aheadMs: 2 * DAY })).toEqual([]);
+
+    // Weeks after days: the first week partition starts where the day partitions end.
+    await ensurePartitions(pool, new Date(future), { width: 'week', aheadMs: 21 * DAY });
+    for (const table of ['deliveries', 'delivery_attempts', 'audit_events']) {
+      const parts = await listPartitions(pool, table);
+      for (let i = 1; i < parts.length; i++) expect(parts[i]!.from).toBeGreaterThanOrEqual(parts[i - 1]!.to);
+      expect(parts.at(-1)!.to).toBeGreaterThanOrEqual(future + 21 * DAY);
+    }
+  });
+
+  it('drops whole partitions past the retention, keeping the events still owed to a webhook', async () => {
+    const old = Date.now() - 40 * DAY;
+    const oldDay = periodStart(old, 'day');
+    await ensurePartitions(pool, new Date(old), { width: 'day', aheadMs: DAY });
+    const [gone, owed, inBuffer, delivery] = [randomUUID(), randomUUID(), randomUUID(), uuidv7({ msecs: old })];
+    await insertAuditEvents(pool, [event(gone, new Date(old)), event(owed, new Date(old)), event(inBuffer, new Date(old))]);
+    await commitFanout(pool, { orgId: org, eventIds: [gone, inBuffer], now: new Date(), deliveries: [], batchItems: [{ webhookId: webhook, eventId: inBuffer }] });
+    await pool.query(`UPDATE pending_fanout SET parked_at = now(), attempts = 5 WHERE event_id = $1`, [owed]);
+    await pool.query(
+      `INSERT INTO deliveries (id, org_id, webhook_id, status, event_ids, event_count, created_at, updated_at) VALUES ($1, $2, $3, 'succeeded', '{}', 0, $4, $4)`,
+      [delivery, org, webhook, new Date(old).toISOString()],
+    );
+    await pool.query(`INSERT INTO delivery_attempts (delivery_id, at, status_code, duration_ms) VALUES ($1, $2, 200, 1)`, [delivery, new Date(old).toISOString()]);
+
+    const result = await dropExpiredPartitions(pool, new Date(Date.now() - 30 * DAY));
+    expect(result!.dropped.deliveries).toContain(partitionName('deliveries', oldDay));
+    expect(result!.dropped.delivery_attempts).toContain(partitionName('delivery_attempts', oldDay));
+    expect(result!.dropped.audit_events).toContain(partitionName('audit_events', oldDay));
+    expect(result!.keptEvents).toBe(2);
+    expect((await pool.query(`SELECT 1 FROM deliveries WHERE id = $1`, [delivery])).rowCount).toBe(0);
+    expect((await pool.query(`SELECT 1 FROM delivery_attempts WHERE delivery_id = $1`, [delivery])).rowCount).toBe(0);
+    const { rows } = await pool.query<{ id: string; part: string }>(`SELECT id, tableoid::regclass::text AS part FROM audit_events WHERE id = ANY($1::uuid[])`, [[gone, owed, inBuffer]]);
+    expect(rows.map((r) => r.id).sort()).toEqual([owed, inBuffer].sort());
+    for (const r of rows) expect(r.part).toBe('audit_events_default');
+    // The parked event is still readable for its release.
+    expect((await readPendingEvents(pool, org, [owed])).map((e) => e.data.id)).toEqual([owed]);
+
+    // Swept from the DEFAULT partition once nothing is owed on them any more.
+    await pool.query(`DELETE FROM pending_fanout WHERE event_id = $1`, [owed]);
+    await pool.query(`DELETE FROM batch_items WHERE event_id = $1`, [inBuffer]);
+    const swept = await sweepDefaultPartitions(pool, new Date(Date.now() - 30 * DAY));
+    expect(swept.events).toBe(2);
+    expect((await pool.query(`SELECT 1 FROM audit_events WHERE id = ANY($1::uuid[])`, [[owed, inBuffer]])).rowCount).toBe(0);
+  });
+
+  it('sweeps pre-upgrade deliveries and their attempts from the DEFAULT partition by age', async () => {
+    const id = randomUUID();
+    const old = new Date(Date.now() - 31 * DAY).toISOString();
+    await pool.query(
+      `INSERT INTO deliveries (id, org_id, webhook_id, status, event_ids, event_count, created_at, updated_at) VALUES ($1, $2, $3, 'failed', '{}', 0, $4, $4)`,
+      [id, org, webhook, old],
+    );
+    await pool.query(`INSERT INTO delivery_attempts (delivery_id, at, status_code, duration_ms) VALUES ($1, $2, 500, 1)`, [id, old]);
+    const where = (await pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM deliveries WHERE id = $1`, [id])).rows[0]!.part;
+    const swept = await sweepDefaultPartitions(pool, new Date(Date.now() - 30 * DAY));
+    if (where === 'deliveries_default') {
+      expect(swept.deliveries).toBeGreaterThanOrEqual(1);
+      expect((await pool.query(`SELECT 1 FROM deliveries WHERE id = $1`, [id])).rowCount).toBe(0);
+      expect((await pool.query(`SELECT 1 FROM delivery_attempts WHERE delivery_id = $1`, [id])).rowCount).toBe(0);
+    }
+  });
+});
