@@ -5,8 +5,7 @@ import type { Logger } from './logger';
  * scripts, the Docker images, and the processes tests and benchmarks start). V8's young generation of 16 MB per
  * semi-space fills every few milliseconds on the hot path (a fan-out of 1,000 events reads, renders and packs a few
  * MB of short-lived strings and rows), and each scavenge copies whatever is still alive; 32 MB halves the scavenges
- * and what survives them. Measured: 10 to 25 % less CPU per event in the API and the worker (ndjson, 3 pairs of
- * runs), for at most 32 MB more memory per process.
+ * and what survives them, for at most 32 MB more memory per process (bench/HISTORY.md has what it saved).
  */
 export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=32'] as const;
 

@@ -9,9 +9,8 @@ import { GroupCommit } from '@gatehook/db/group-commit';
 const ENQUEUE_TIMEOUT_MS = 2_000;
 /**
  * Least time between two merged fan-out enqueues of a process: under a steady stream of ingest flushes each job
- * carries what arrived meanwhile (measured: single-event ingestion from 32 clients went from about 8 to 40 events a
- * job, and from 3,100–4,000 to 5,200 requests/s with the worker's share of the cores halved); an event after a
- * quiet spell is enqueued at once, so the most it adds is this, to fan-out only, never to the 202.
+ * carries what arrived meanwhile, so the worker handles fewer, larger jobs (bench/HISTORY.md has the figures); an
+ * event after a quiet spell is enqueued at once, so the most it adds is this, to fan-out only, never to the 202.
  */
 const FANOUT_MERGE_MS = 10;
 
