@@ -29,6 +29,8 @@ export interface FairPoolOptions {
 interface Job {
   name: string;
   task: unknown;
+  /** Whether the hard deadline applies (not to a thread's warm-up, which is the time it takes to load its code). */
+  deadline: boolean;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -67,10 +69,10 @@ export class FairPool {
   }
 
   /** Runs `task` through the thread entry's export `name` when the fair queue gives `orgId` a thread. */
-  run<R>(orgId: string, name: string, task: unknown): Promise<R> {
+  run<R>(orgId: string, name: string, task: unknown, options: { deadline?: boolean } = {}): Promise<R> {
     if (this.closing) return Promise.reject(new RenderPoolClosedError('the render pool is closed'));
     return new Promise<R>((resolve, reject) => {
-      this.queue.push(orgId, { name, task, resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push(orgId, { name, task, deadline: options.deadline !== false, resolve: resolve as (value: unknown) => void, reject });
       this.pump();
     });
   }
@@ -102,10 +104,12 @@ export class FairPool {
     const job = started.item;
     const abort = new AbortController();
     let overran = false;
-    const deadline = setTimeout(() => {
-      overran = true;
-      abort.abort();
-    }, this.hardDeadlineMs);
+    const deadline = job.deadline
+      ? setTimeout(() => {
+          overran = true;
+          abort.abort();
+        }, this.hardDeadlineMs)
+      : undefined;
     this.piscina
       .run(job.task, { name: job.name, signal: abort.signal })
       .then(job.resolve, (error: unknown) =>

@@ -15,10 +15,13 @@ import type { PlanTask, PreviewTask, RenderThreadData, TestTask } from './thread
 export const RENDER_SLICE_MS = 50;
 
 /**
- * A render task still running this long after it started has its thread terminated and replaced: well past the
- * 1 s render budget of an event and of a request, so only a thread that stopped checking its clock reaches it.
+ * A render task still running this long after it was handed to its thread has its thread terminated and replaced:
+ * far past the 1 s render budget of an event and of a request, so only a thread that stopped checking its clock
+ * reaches it. The clock is the wall's: on a machine whose cores are shared many times over (or a thread that is
+ * still loading its code after a replacement) a healthy task can take several times its CPU time, and a deadline
+ * that fired then would cascade, each replacement thread loading again while its tasks wait.
  */
-export const RENDER_HARD_DEADLINE_MS = 5_000;
+export const RENDER_HARD_DEADLINE_MS = 30_000;
 
 const THREAD_ENTRY = join(__dirname, 'thread-entry.cjs');
 
@@ -67,7 +70,8 @@ export class RenderPool {
    * takes a second or more): a process awaits it before taking work, so that its first renders do not wait for it.
    */
   async warm(): Promise<void> {
-    await Promise.all(Array.from({ length: this.threads }, () => this.pool.run(WARM_UP_ORG, 'ping', null)));
+    // Loading a thread's code is no render: no hard deadline here, however loaded the machine.
+    await Promise.all(Array.from({ length: this.threads }, () => this.pool.run(WARM_UP_ORG, 'ping', null, { deadline: false })));
   }
 
   /** Plans deliveries (plan.ts) slice by slice; each slice waits for its organisation's turn again. */
