@@ -105,6 +105,17 @@ describe('GET /webhooks/{id}/deliveries/{delivery_id}/request', () => {
   });
 });
 
+describe('GET /webhooks/{id}/stats over real deliveries', () => {
+  it('counts the attempts the engine recorded, a failed one included', async () => {
+    const receiver = await stack.receiver((_, index) => (index === 0 ? { status: 500, body: 'not yet' } : { status: 200, body: 'ok' }));
+    const hook = await stack.webhook(receiver);
+    await stack.settle(await stack.ingest([auditEvent()]));
+    const r = await call('GET', `/webhooks/${hook.id}/stats?hours=2`);
+    const sum = (key: string) => r.body.buckets.reduce((n: number, b: Record<string, number>) => n + b[key]!, 0);
+    expect([sum('deliveries'), sum('succeeded'), sum('failed'), sum('attempts')]).toEqual([1, 1, 0, 2]);
+  });
+});
+
 describe('request view errors', () => {
   it('404 for a delivery without a body, one not sent yet, an unknown one and another organisation; 403 without manage_webhooks', async () => {
     const receiver = await stack.receiver();

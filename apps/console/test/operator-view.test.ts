@@ -48,7 +48,7 @@ beforeAll(async () => {
       });
       for (let a = 0; a < (failed ? 3 : 1); a++) {
         await stack.api.db.deliveryAttempt.create({
-          data: { deliveryId: id, at: new Date(createdAt.getTime() + a * 1000), statusCode: failed ? 500 : 200, error: failed ? 'http_500' : '', durationMs: 20 + ((h * 13 + i * 7) % 180) },
+          data: { deliveryId: id, webhookId, at: new Date(createdAt.getTime() + a * 1000), statusCode: failed ? 500 : 200, error: failed ? 'http_500' : '', durationMs: 20 + ((h * 13 + i * 7) % 180) },
         });
       }
     }

@@ -16,9 +16,9 @@ const bucketSchema = z.object({
   deliveries: z.number().int().describe('deliveries created in the hour'),
   succeeded: z.number().int().describe('of those, succeeded now'),
   failed: z.number().int().describe('of those, failed now'),
-  attempts: z.number().int().describe('attempts made so far for those deliveries'),
-  p50_ms: z.number().int().nullable().describe('median duration of those attempts; null without attempts'),
-  p99_ms: z.number().int().nullable().describe('99th percentile duration of those attempts; null without attempts'),
+  attempts: z.number().int().describe('attempts made in the hour, whichever delivery they were for'),
+  p50_ms: z.number().int().nullable().describe('median duration of the attempts made in the hour; null without attempts'),
+  p99_ms: z.number().int().nullable().describe('99th percentile duration of the attempts made in the hour; null without attempts'),
 });
 
 /** The operator's view (CONTRACT 17): a delivery's request as sent, and a webhook's hourly statistics. */
@@ -36,7 +36,7 @@ export function operatorViewRoutes(deps: OperatorViewDeps): AnyRoute[] {
     }),
     defineRoute({
       method: 'get', path: '/webhooks/{id}/stats', operationId: 'getWebhookStats', tag: 'webhooks',
-      summary: 'Hourly statistics of the deliveries created in the last hours (24 by default), oldest first',
+      summary: 'Hourly statistics of the last hours (24 by default), oldest first: deliveries created and attempts made in each hour',
       access: { kind: 'permission', permission: 'manage_webhooks' },
       params: idParams,
       query: z.object({ hours: z.coerce.number().int().min(1).max(MAX_STATS_HOURS).default(24) }),

@@ -29,8 +29,8 @@ export function WebhookStats({ webhookId }: { webhookId: string }) {
         </label>
       </div>
       <p className="muted">
-        Each hour counts the deliveries created in it; succeeded and failed are their outcomes now, attempts and the
-        p50/p99 durations are those deliveries' attempts, whenever made.
+        Deliveries are those created in the hour, succeeded and failed their outcome now; attempts and the p50/p99
+        durations are the attempts made in the hour.
       </p>
       {stats.isPending && <Loading what="statistics" />}
       {stats.isError && <ErrorBox error={stats.error} what="Statistics" />}
