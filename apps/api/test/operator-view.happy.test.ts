@@ -105,6 +105,39 @@ describe('GET /webhooks/{id}/deliveries/{delivery_id}/request', () => {
   });
 });
 
+describe('a body rendered with values that changed since', () => {
+  it('is withheld whole, since the old values are no longer stored to be looked for', async () => {
+    const receiver = await stack.receiver();
+    const hook = await stack.webhook(receiver, { template: '{"token": {{ json .Vars.TOKEN }}, "id": {{ json .ID }}}', vars: { TOKEN: 'old-token-value' } });
+    await stack.settle(await stack.ingest([auditEvent()]));
+    const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
+    const path = `/webhooks/${hook.id}/deliveries/${delivery!.id}/request`;
+    expect((await call('GET', path)).body.body).toContain('[redacted]');
+
+    // An edit that leaves the values alone changes nothing.
+    expect((await stack.api.call('PATCH', `/webhooks/${hook.id}`, { key: stack.org.admin, body: { name: 'renamed', vars: { TOKEN: '' } } })).status).toBe(200);
+    expect((await stack.api.db.webhook.findUniqueOrThrow({ where: { id: hook.id } })).secretsChangedAt).toBeNull();
+    expect((await call('GET', path)).body.body).not.toBe('[redacted]');
+
+    expect((await stack.api.call('PATCH', `/webhooks/${hook.id}`, { key: stack.org.admin, body: { vars: { TOKEN: 'new-token-value' } } })).status).toBe(200);
+    const r = await call('GET', path);
+    expect(r.status).toBe(200);
+    expect(r.body.body).toBe('[redacted]');
+    expect(r.body.headers['webhook-id']).toBe(delivery!.id);
+    expect(r.text).not.toContain('old-token-value');
+  });
+
+  it('is redacted as usual once rendered well after the change', async () => {
+    const receiver = await stack.receiver();
+    const hook = await stack.webhook(receiver, { template: '{"token": {{ json .Vars.TOKEN }}}', vars: { TOKEN: 'a-var-value' }, headers: { 'X-Key': 'header-value' } });
+    await stack.api.db.$executeRaw`UPDATE webhooks SET secrets_changed_at = now() - interval '10 minutes' WHERE id = ${hook.id}::uuid`;
+    await stack.settle(await stack.ingest([auditEvent()]));
+    const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
+    const r = await call('GET', `/webhooks/${hook.id}/deliveries/${delivery!.id}/request`);
+    expect(r.body.body).toBe('{"token": "[redacted]"}');
+  });
+});
+
 describe('GET /webhooks/{id}/stats over real deliveries', () => {
   it('counts the attempts the engine recorded, a failed one included', async () => {
     const receiver = await stack.receiver((_, index) => (index === 0 ? { status: 500, body: 'not yet' } : { status: 200, body: 'ok' }));

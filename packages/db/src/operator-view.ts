@@ -2,6 +2,7 @@ import type { Pool } from './client';
 
 /** What the request view of a delivery needs: its stored body and content type, and when its last attempt began. */
 export interface SentRequest {
+  createdAt: Date;
   bodyEncrypted: string | null;
   contentType: string | null;
   /** The start of the last attempt (its `webhook-timestamp`), or null when none was made yet. */
@@ -13,16 +14,16 @@ export interface SentRequest {
  * is no such delivery. One statement: the delivery by primary key, its last attempt by (delivery_id, id).
  */
 export async function sentRequest(pool: Pool, orgId: string, webhookId: string, deliveryId: string): Promise<SentRequest | null> {
-  const { rows } = await pool.query<{ body_encrypted: string | null; content_type: string | null; last_attempt_at: Date | null }>({
+  const { rows } = await pool.query<{ created_at: Date; body_encrypted: string | null; content_type: string | null; last_attempt_at: Date | null }>({
     name: 'sent_request',
-    text: `SELECT d.body_encrypted, d.content_type,
+    text: `SELECT d.created_at, d.body_encrypted, d.content_type,
                   (SELECT a.at FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.id DESC LIMIT 1) AS last_attempt_at
            FROM deliveries d
            WHERE d.id = $1 AND d.webhook_id = $2 AND d.org_id = $3`,
     values: [deliveryId, webhookId, orgId],
   });
   const row = rows[0];
-  return row ? { bodyEncrypted: row.body_encrypted, contentType: row.content_type, lastAttemptAt: row.last_attempt_at } : null;
+  return row ? { createdAt: row.created_at, bodyEncrypted: row.body_encrypted, contentType: row.content_type, lastAttemptAt: row.last_attempt_at } : null;
 }
 
 /** One hour of a webhook's deliveries and attempts (docs/operations.md, "Per-webhook statistics"). */

@@ -4,6 +4,7 @@ import { RESERVED_HEADERS } from '@gatehook/core/webhook-schema';
 import { REDACTED, Redactor } from './redaction';
 import { deliveryHeaders } from './signing';
 import { openBody } from './stored-body';
+import { WEBHOOK_CONFIG_TTL_MS } from './webhook-configs';
 
 /** The stored secrets of a webhook, encrypted, as its row holds them. */
 export interface WebhookSecrets {
@@ -13,6 +14,8 @@ export interface WebhookSecrets {
   previousSecretValidUntil: Date | null;
   varsEncrypted: string | null;
   headersEncrypted: string | null;
+  /** When a var or header value last changed; null when never since creation. */
+  secretsChangedAt: Date | null;
 }
 
 /** The request of a delivery's last attempt as the operator's view shows it (CONTRACT 17). */
@@ -46,12 +49,14 @@ export function secretsValidAt(
  * `attemptAt` (webhook-timestamp is the attempt's start in whole seconds; webhook-signature is recomputed over the
  * body as sent, so it verifies against it when nothing was redacted). Then every custom header value, and every
  * variable or custom header value found in the body, becomes `[redacted]`. Custom headers are the webhook's
- * current ones: a header or variable changed since the attempt is shown (and looked for) as it is now.
+ * current ones. A body rendered before a variable or header value last changed may hold a value that is no longer
+ * stored, so cannot be looked for: such a body is withheld whole (`[redacted]`), and so is one created up to
+ * WEBHOOK_CONFIG_TTL_MS after the change, which a worker may have rendered from its cached configuration.
  */
 export function requestView(
   box: SecretBox,
   webhook: WebhookSecrets,
-  delivery: { id: string; bodyEncrypted: string; contentType: string | null; attemptAt: Date },
+  delivery: { id: string; createdAt: Date; bodyEncrypted: string; contentType: string | null; attemptAt: Date },
   rotationOverlapSeconds: number,
 ): RequestView {
   const row = webhook.id;
@@ -82,6 +87,7 @@ export function requestView(
     // defineProperty: a custom header may be named `__proto__` (see deliveryHeaders).
     Object.defineProperty(headers, name, { value: RESERVED_HEADERS.has(name) ? value : REDACTED, enumerable: true, writable: true, configurable: true });
   }
+  if (webhook.secretsChangedAt !== null && delivery.createdAt.getTime() <= webhook.secretsChangedAt.getTime() + WEBHOOK_CONFIG_TTL_MS) return { content_type: contentType, headers, body: REDACTED };
   const redactor = new Redactor([...Object.values(vars), ...Object.values(custom)]);
   return { content_type: contentType, headers, body: redactor.redact(body) };
 }

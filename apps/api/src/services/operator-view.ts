@@ -26,7 +26,7 @@ export async function getSentRequest(deps: OperatorViewDeps, orgId: string, webh
   if (!sent) throw notFound('Delivery');
   if (sent.bodyEncrypted === null) throw new AppError('not_found', 'The delivery has no body: it never rendered');
   if (sent.lastAttemptAt === null) throw new AppError('not_found', 'The delivery has not been sent yet');
-  return requestView(deps.box, webhook, { id: deliveryId, bodyEncrypted: sent.bodyEncrypted, contentType: sent.contentType, attemptAt: sent.lastAttemptAt }, deps.rotationOverlapSeconds);
+  return requestView(deps.box, webhook, { id: deliveryId, createdAt: sent.createdAt, bodyEncrypted: sent.bodyEncrypted, contentType: sent.contentType, attemptAt: sent.lastAttemptAt }, deps.rotationOverlapSeconds);
 }
 
 /** GET /webhooks/{id}/stats: `hours` hourly buckets ending with the current hour, oldest first (CONTRACT 17). */

@@ -17,6 +17,8 @@ export function DeliveryRequest() {
   if (request.isError) return <section>{back}<ErrorBox error={request.error} what="Request as sent" /></section>;
   const r = request.data;
   const redacted = r.body.includes(REDACTED) || Object.values(r.headers).includes(REDACTED);
+  // The API withholds a whole body rendered before a variable or header value changed (docs/operations.md).
+  const withheld = r.body === REDACTED;
   return (
     <section>
       {back}
@@ -24,9 +26,11 @@ export function DeliveryRequest() {
       <p className="muted">
         The last attempt of delivery <code>{deliveryId}</code>: <code>POST</code> with these headers and this body. Custom header
         values, and every variable or custom header value found in the body, are shown as <code>{REDACTED}</code>.
-        {redacted
-          ? ' Something was redacted here, so the signature does not verify against the body shown.'
-          : ' Nothing needed redacting: the body is byte for byte what was signed.'}
+        {withheld
+          ? ' The body is withheld: it was rendered before a variable or header value of the webhook changed, so it may hold a value that can no longer be recognised.'
+          : redacted
+            ? ' Something was redacted here, so the signature does not verify against the body shown.'
+            : ' Nothing needed redacting: the body is byte for byte what was signed.'}
       </p>
       <h2>Headers</h2>
       <table className="headers">
