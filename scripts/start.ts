@@ -1,21 +1,24 @@
 // `pnpm start`: apply migrations, then run the API and one worker in this terminal. If either exits, the other
 // is stopped and start exits with its code; SIGINT/SIGTERM are passed on so both shut down gracefully.
+// In development it also lets deliveries reach `pnpm gatehook listen` on this machine (developmentEgressEnv).
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { parseConfig } from '@gatehook/core/config';
 import { SERVICE_NODE_FLAGS } from '@gatehook/core/service';
 import { applyMigrations } from '@gatehook/db/migrate';
+import { developmentEgressEnv } from '@gatehook/egress/development-ca';
 
 const root = path.resolve(__dirname, '..');
 
 async function main(): Promise<void> {
-  const config = parseConfig(process.env);
+  const env = { ...process.env, ...developmentEgressEnv(process.env) };
+  const config = parseConfig(env);
   const result = await applyMigrations(config.DATABASE_URL);
   process.stderr.write(`migrations: ${result.applied.length} applied, ${result.alreadyApplied.length} already applied\n`);
 
   const children: ChildProcess[] = ['apps/api/src/main.ts', 'apps/worker/src/main.ts'].map((entry) =>
     // node itself rather than the tsx CLI, so that signals reach the services directly.
-    spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', path.join(root, entry)], { cwd: root, stdio: 'inherit', env: process.env }),
+    spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', path.join(root, entry)], { cwd: root, stdio: 'inherit', env }),
   );
   let exiting = false;
   const stopAll = (signal: NodeJS.Signals) => {

@@ -28,6 +28,7 @@ import { auditEventRoutes, INGEST_ROUTE, ingestionPath, MAX_INGEST_BODY_BYTES } 
 import { deliveryRoutes } from './routes/deliveries';
 import { destinationRoutes } from './routes/destinations';
 import { eventTypeRoutes } from './routes/event-types';
+import { operatorViewRoutes } from './routes/operator-view';
 import { notificationRoutes } from './routes/notifications';
 import { healthRoutes } from './routes/health';
 import { rateLimitCheckRoutes } from './routes/rate-limit-check';
@@ -123,6 +124,7 @@ function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; obse
     ...destinationRoutes(deps.render),
     ...auditEventRoutes(ingestDeps),
     ...deliveryRoutes({ db: deps.db, box: deps.box, queues: deps.queues, send: deps.send, render: deps.render }),
+    ...operatorViewRoutes({ db: deps.db, box: deps.box, rotationOverlapSeconds: deps.config.SECRET_ROTATION_OVERLAP_SECONDS }),
     ...taskRoutes({ db: deps.db, queues: deps.queues, retentionDays: deps.config.DELIVERY_RETENTION_DAYS }),
     ...notificationRoutes(deps.db),
     ...webhookRoutes({

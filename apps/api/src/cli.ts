@@ -9,11 +9,16 @@ import { createDb } from '@gatehook/db/client';
 import { applyMigrations } from '@gatehook/db/migrate';
 import { loadConfig } from './env';
 import { announceApiKeyChange } from './http/api-keys';
+import { startListener } from './listen';
 
 const USAGE = `usage:
   gatehook keys create --org <uuid> --name <text> --role admin|member [--permissions a,b]
   gatehook keys revoke <key id>
-  gatehook db migrate`;
+  gatehook db migrate
+  gatehook listen [--port <port>] [--secret whsec_…]   (development: a local HTTPS receiver)`;
+
+/** The port `gatehook listen` takes unless told otherwise. */
+const LISTEN_PORT = 4443;
 
 class UsageError extends Error {}
 
@@ -40,8 +45,44 @@ async function announceRevocation(config: Config, keyHash: string): Promise<void
   }
 }
 
+const listenOptions = z.object({
+  port: z.coerce.number('--port must be a number').int('--port must be a whole number').min(0).max(65535, '--port must be at most 65535').default(LISTEN_PORT),
+  secret: z.string().startsWith('whsec_', '--secret must be the webhook\'s signing secret (whsec_…)').optional(),
+});
+
+/** `gatehook listen`: runs the development receiver until SIGINT or SIGTERM. */
+async function listen(args: string[]): Promise<undefined> {
+  const { values } = parseArgs({ args, options: { port: { type: 'string' }, secret: { type: 'string' } }, strict: true, allowPositionals: false });
+  const parsed = listenOptions.safeParse(values);
+  if (!parsed.success) throw new UsageError(`${parsed.error.issues.map((i) => i.message).join('; ')}\n${USAGE}`);
+  let listener;
+  try {
+    listener = await startListener({ port: parsed.data.port, secret: parsed.data.secret, write: (line) => process.stdout.write(`${line}\n`) });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') throw new UsageError(`port ${parsed.data.port} is in use; choose another with --port`);
+    // standardwebhooks rejects a secret that is not base64 after its prefix; its message holds no part of it.
+    if (parsed.data.secret && !code) throw new UsageError('--secret is not a valid signing secret (whsec_ followed by base64)');
+    throw error;
+  }
+  process.stderr.write(
+    parsed.data.secret
+      ? 'listening: each delivery is verified with the given secret (Ctrl-C stops)\n'
+      : 'listening: no --secret given, so signatures are NOT verified (Ctrl-C stops)\n',
+  );
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
+  await listener.close();
+  process.stderr.write(`listen: stopped (${signal})\n`);
+  return undefined;
+}
+
 async function run(argv: string[]): Promise<string | undefined> {
   const [group, command, ...rest] = argv;
+  // The receiver needs neither the database nor the service's configuration.
+  if (group === 'listen') return listen(argv.slice(1));
   const config = loadConfig();
   if (group === 'db' && command === 'migrate') {
     const result = await applyMigrations(config.DATABASE_URL);

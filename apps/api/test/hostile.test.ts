@@ -139,7 +139,7 @@ describe('attempts of a receiver that answered 429 a thousand times', () => {
     });
     const t0 = Date.parse('2026-01-01T00:00:00Z');
     await api.db.deliveryAttempt.createMany({
-      data: Array.from({ length: total }, (_, i) => ({ deliveryId, at: new Date(t0 + i * 1000), statusCode: 429, error: `http_429`, durationMs: i, responseSnippet: `n${i}` })),
+      data: Array.from({ length: total }, (_, i) => ({ deliveryId, webhookId: webhook.body.id, at: new Date(t0 + i * 1000), statusCode: 429, error: `http_429`, durationMs: i, responseSnippet: `n${i}` })),
     });
     const path = `/webhooks/${webhook.body.id}/deliveries/${deliveryId}`;
 
@@ -177,7 +177,7 @@ describe('attempts of a receiver that answered 429 a thousand times', () => {
     const webhook = await api.call('POST', '/webhooks', { key: org.admin, body: base });
     const deliveryId = randomUUID();
     await api.db.delivery.create({ data: { id: deliveryId, orgId: org.orgId, webhookId: webhook.body.id, status: 'failed', eventIds: [], eventCount: 1, attemptCount: 2 } });
-    await api.db.deliveryAttempt.createMany({ data: [0, 1].map((i) => ({ deliveryId, at: new Date(), statusCode: 500, error: 'http_500', durationMs: 1 })) });
+    await api.db.deliveryAttempt.createMany({ data: [0, 1].map((i) => ({ deliveryId, webhookId: webhook.body.id, at: new Date(), statusCode: 500, error: 'http_500', durationMs: 1 })) });
     const detail = await api.call('GET', `/webhooks/${webhook.body.id}/deliveries/${deliveryId}`, { key: org.admin });
     expect(detail.body.attempts).toHaveLength(2);
     expect(detail.body.attempts_cursor).toBeNull();

@@ -137,3 +137,21 @@ export interface Task {
   created_at: string;
   finished_at: string | null;
 }
+
+/** CONTRACT 17: the request of a delivery's last attempt, custom header and variable values redacted. */
+export interface SentRequest {
+  content_type: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** CONTRACT 17: one hour of a webhook's deliveries (docs/operations.md, "Per-webhook statistics"). */
+export interface StatsBucket {
+  start: string;
+  deliveries: number;
+  succeeded: number;
+  failed: number;
+  attempts: number;
+  p50_ms: number | null;
+  p99_ms: number | null;
+}

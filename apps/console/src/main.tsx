@@ -4,6 +4,7 @@ import { createRoot } from 'react-dom/client';
 import { BrowserRouter, Link, Navigate, NavLink, Route, Routes, useLocation, useNavigate, useParams } from 'react-router';
 import { AccessProvider, useAccess, useAccessProbe } from './access';
 import { api, ApiError, session, type Notification, type Page } from './api';
+import { DeliveryRequest } from './pages/delivery-request';
 import { NotificationsPage } from './pages/notifications';
 import { RuleDetail, RuleForm, RulesList } from './pages/rules';
 import { SignIn } from './pages/signin';
@@ -96,6 +97,7 @@ function SignedIn() {
           <Route path="/webhooks/:id" element={<Guarded allowed={a.manageWebhooks} what="view webhooks (manage_webhooks)"><IdParams><WebhookDetail /></IdParams></Guarded>} />
           <Route path="/webhooks/:id/edit" element={<Guarded allowed={a.admin} what="edit webhooks (admin)"><IdParams><WebhookForm /></IdParams></Guarded>} />
           <Route path="/webhooks/:id/deliveries/:deliveryId" element={<Guarded allowed={a.manageWebhooks} what="view deliveries (manage_webhooks)"><IdParams><DeliveryDetail /></IdParams></Guarded>} />
+          <Route path="/webhooks/:id/deliveries/:deliveryId/request" element={<Guarded allowed={a.manageWebhooks} what="view deliveries (manage_webhooks)"><IdParams><DeliveryRequest /></IdParams></Guarded>} />
           <Route path="/notifications" element={<Guarded allowed={a.admin} what="read notifications (admin)"><NotificationsPage /></Guarded>} />
           <Route path="/rate-limits" element={<Guarded allowed={a.viewRules} what="view rate limit rules (view_rate_limits)"><RulesList /></Guarded>} />
           <Route path="/rate-limits/new" element={<Guarded allowed={a.manageRules} what="create rules (manage_rate_limits)"><RuleForm /></Guarded>} />

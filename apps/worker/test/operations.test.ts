@@ -23,7 +23,7 @@ describe('retention sweep', () => {
     const make = async (createdAt: Date) => {
       const id = randomUUID();
       await db.delivery.create({ data: { id, orgId: stack.org.orgId, webhookId: hook.id, status: 'succeeded', eventIds: [], eventCount: 1, createdAt } });
-      await db.deliveryAttempt.create({ data: { deliveryId: id, at: createdAt, statusCode: 200, durationMs: 5 } });
+      await db.deliveryAttempt.create({ data: { deliveryId: id, webhookId: hook.id, at: createdAt, statusCode: 200, durationMs: 5 } });
       return id;
     };
     const [gone, kept] = [await make(old), await make(recent)];

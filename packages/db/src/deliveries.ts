@@ -28,6 +28,8 @@ export interface NewDelivery {
 /** One attempt's record and the delivery's next state, as the attempt decided it. */
 export interface AttemptRecord {
   deliveryId: string;
+  /** The delivery's webhook, stored on the attempt row (hourly statistics read attempts by webhook and time). */
+  webhookId: string;
   /** The lease under which the attempt was made: only its holder moves the delivery on. */
   lease: Date;
   at: Date;
@@ -134,12 +136,12 @@ export async function recordAttempts(
     name: 'record_attempts',
     text: `WITH r AS (
              SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::int[], $5::text[], $6::int[], $7::text[],
-               $8::text[], $9::int[], $10::int[], $11::timestamptz[], $12::text[])
+               $8::text[], $9::int[], $10::int[], $11::timestamptz[], $12::text[], $17::uuid[])
                AS r(delivery_id, lease, at, status_code, error, duration_ms, snippet, status, cycle_attempts, throttled_streak,
-                    next_retry_at, delivery_error)
+                    next_retry_at, delivery_error, webhook_id)
            ), a AS (
-             INSERT INTO delivery_attempts (delivery_id, at, status_code, error, duration_ms, response_snippet)
-             SELECT delivery_id, at, status_code, error, duration_ms, snippet FROM r
+             INSERT INTO delivery_attempts (delivery_id, webhook_id, at, status_code, error, duration_ms, response_snippet)
+             SELECT delivery_id, webhook_id, at, status_code, error, duration_ms, snippet FROM r
            ), applied AS (
              UPDATE deliveries d SET status = r.status::"DeliveryStatus", cycle_attempts = r.cycle_attempts,
                throttled_streak = r.throttled_streak, attempt_count = d.attempt_count + 1, next_retry_at = r.next_retry_at,
@@ -169,6 +171,7 @@ export async function recordAttempts(
       r.map((x) => x.next.error),
       streaks.map((s) => s.webhookId), streaks.map((s) => s.cleared), streaks.map((s) => iso(s.failingFrom)),
       now.toISOString(),
+      r.map((x) => x.webhookId),
     ],
   });
   const row = rows[0];

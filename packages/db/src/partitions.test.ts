@@ -166,8 +166,9 @@ describe('the upgrade of a populated database (migration 20261126120000_partitio
     const lease = new Date(now.getTime() + 60_000);
     const leased = await leaseDeliveries(pool, [id], now, lease);
     expect(leased.map((l) => l.id)).toEqual([id]);
+    const { rows: [owner] } = await pool.query<{ webhook_id: string }>(`SELECT webhook_id FROM deliveries WHERE id = $1`, [id]);
     const { applied } = await recordAttempts(pool, [{
-      deliveryId: id, lease, at: now, statusCode: 200, error: '', durationMs: 9, responseSnippet: 'ok',
+      deliveryId: id, webhookId: owner!.webhook_id, lease, at: now, statusCode: 200, error: '', durationMs: 9, responseSnippet: 'ok',
       next: { status: 'succeeded', cycleAttempts: 3, throttledStreak: 0, nextRetryAt: null, error: null },
     }], [], now);
     expect([...applied]).toEqual([id]);

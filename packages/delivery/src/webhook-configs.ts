@@ -12,6 +12,12 @@ import { renderEnvelope } from './envelope';
 import { renderWithTemplate } from './payload-template';
 import { deliveryError } from './delivery-error';
 
+/**
+ * Longest a process renders with a webhook configuration it cached before a change, when the change's invalidation
+ * message was lost (it is otherwise honoured within a second).
+ */
+export const WEBHOOK_CONFIG_TTL_MS = 60_000;
+
 /** The invalidation topic of webhook configuration; its keys are organisation ids. */
 export const WEBHOOKS_TOPIC = 'webhooks';
 
@@ -120,7 +126,7 @@ export class WebhookConfigs {
     const pool = sqlPool(db);
     this.cache = new ConfigCache<LiveWebhook[]>({
       max: options.max ?? 10_000,
-      ttlMs: options.ttlMs ?? 60_000,
+      ttlMs: options.ttlMs ?? WEBHOOK_CONFIG_TTL_MS,
       load: async (orgId) => (await loadOrgWebhooks(pool, orgId)).map((w) => toLiveWebhook(w, box, options.logger)),
     });
   }

@@ -6,6 +6,7 @@ import { useAccess } from '../access';
 import { api, ApiError, query, type Delivery, type Page, type Task, type TestResult, type Webhook } from '../api';
 import { DestinationLogo } from '../logos';
 import { ConfirmButton, Empty, ErrorBox, Loading, Status, usePager, When } from '../ui';
+import { WebhookStats } from './webhook-stats';
 
 const DELIVERY_STATUSES = ['pending', 'retrying', 'succeeded', 'failed'] as const;
 
@@ -157,6 +158,7 @@ export function WebhookDetail() {
       <TestSend id={id} />
       <h2>Configuration</h2>
       <dl className="fields">{fields.map(([k, v]) => <div key={k}><dt>{k}</dt><dd>{v}</dd></div>)}</dl>
+      <WebhookStats webhookId={id} />
       <Deliveries webhookId={id} />
       <Tasks webhookId={id} active={w.status === 'active'} />
     </section>
@@ -240,6 +242,7 @@ export function DeliveryDetail() {
         {d.error && <div><dt>error</dt><dd>{d.error}</dd></div>}
         <div><dt>created_at</dt><dd><When at={d.created_at} /></dd></div>
       </dl>
+      {d.attempt_count > 0 && <p><Link className="button" to={`/webhooks/${id}/deliveries/${deliveryId}/request`}>Request as sent</Link></p>}
       {d.status === 'failed' && (
         <p>
           <button type="button" disabled={!d.retryable || retry.isPending} onClick={() => retry.mutate()}>Retry delivery</button>

@@ -1,0 +1,48 @@
+import type { SecretBox } from '@gatehook/core/encryption';
+import { AppError, notFound } from '@gatehook/core/errors';
+import { sqlPool, type Db } from '@gatehook/db/client';
+import { sentRequest, webhookStats } from '@gatehook/db/operator-view';
+import { requestView, type RequestView } from '@gatehook/delivery/request-view';
+
+export interface OperatorViewDeps {
+  db: Db;
+  box: SecretBox;
+  /** SECRET_ROTATION_OVERLAP_SECONDS: tells which secrets signed an attempt made around a rotation. */
+  rotationOverlapSeconds: number;
+}
+
+const HOUR_MS = 3_600_000;
+
+async function requireWebhook(db: Db, orgId: string, webhookId: string) {
+  const webhook = await db.webhook.findFirst({ where: { id: webhookId, orgId } });
+  if (!webhook) throw notFound('Webhook');
+  return webhook;
+}
+
+/** GET /webhooks/{id}/deliveries/{delivery_id}/request: the last attempt's request, secrets redacted (CONTRACT 17). */
+export async function getSentRequest(deps: OperatorViewDeps, orgId: string, webhookId: string, deliveryId: string): Promise<RequestView> {
+  const webhook = await requireWebhook(deps.db, orgId, webhookId);
+  const sent = await sentRequest(sqlPool(deps.db), orgId, webhookId, deliveryId);
+  if (!sent) throw notFound('Delivery');
+  if (sent.bodyEncrypted === null) throw new AppError('not_found', 'The delivery has no body: it never rendered');
+  if (sent.lastAttemptAt === null) throw new AppError('not_found', 'The delivery has not been sent yet');
+  return requestView(deps.box, webhook, { id: deliveryId, createdAt: sent.createdAt, bodyEncrypted: sent.bodyEncrypted, contentType: sent.contentType, attemptAt: sent.lastAttemptAt }, deps.rotationOverlapSeconds);
+}
+
+/** GET /webhooks/{id}/stats: `hours` hourly buckets ending with the current hour, oldest first (CONTRACT 17). */
+export async function getWebhookStats(deps: OperatorViewDeps, orgId: string, webhookId: string, hours: number, now = new Date()) {
+  await requireWebhook(deps.db, orgId, webhookId);
+  const from = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - (hours - 1) * HOUR_MS);
+  const buckets = await webhookStats(sqlPool(deps.db), webhookId, from, hours);
+  return {
+    buckets: buckets.map((b) => ({
+      start: b.start.toISOString(),
+      deliveries: b.deliveries,
+      succeeded: b.succeeded,
+      failed: b.failed,
+      attempts: b.attempts,
+      p50_ms: b.p50Ms,
+      p99_ms: b.p99Ms,
+    })),
+  };
+}
