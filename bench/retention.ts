@@ -33,8 +33,8 @@ async function seedDay(pool: Pool, day: number, rows: number, orgId: string, web
            $5, $6, 'succeeded', ARRAY[gen_random_uuid()], 1, repeat(r, 32), 'application/json', 1, 1, ts, ts
          FROM s RETURNING id, created_at
        )
-       INSERT INTO delivery_attempts (delivery_id, at, status_code, duration_ms, response_snippet)
-       SELECT id, created_at, 200, 35, '{"ok":true}' FROM d`,
+       INSERT INTO delivery_attempts (delivery_id, webhook_id, at, status_code, duration_ms, response_snippet)
+       SELECT id, $6, created_at, 200, 35, '{"ok":true}' FROM d`,
       [day, step, from, to, orgId, webhookId],
     );
   }
