@@ -89,7 +89,7 @@ export class QueueConsumer {
     this.lastTaken = Date.now();
     this.waitingSince = null;
     this.options.onRestart?.(this.options.queue.name);
-    const closed = closeWithin(old, REPLACED_CLOSE_MS).finally(() => this.replaced.delete(closed));
+    const closed = retire(old, REPLACED_CLOSE_MS).finally(() => this.replaced.delete(closed));
     this.replaced.add(closed);
   }
 
@@ -102,15 +102,19 @@ export class QueueConsumer {
   }
 }
 
-/** Closes a worker gracefully, but without waiting longer than `ms` for its jobs. */
-async function closeWithin(worker: Worker, ms: number): Promise<void> {
+/**
+ * Closes a replaced worker: its blocking connection is dropped first (a command stuck on it would hold the close
+ * forever), then its jobs in flight finish, for at most `ms`; past that it is left to BullMQ's stalled check.
+ */
+async function retire(worker: Worker, ms: number): Promise<void> {
+  const blocking = (await worker.getBackend().blockingClient?.catch(() => undefined)) as { disconnect(): void } | undefined;
+  blocking?.disconnect();
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(() => resolve('late'), ms);
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
   });
-  const outcome = await Promise.race([worker.close().then(() => 'closed' as const, () => 'closed' as const), late]);
+  await Promise.race([worker.close().catch(() => undefined), late]);
   clearTimeout(timer);
-  if (outcome === 'late') await worker.close(true).catch(() => undefined);
 }
 
 /**

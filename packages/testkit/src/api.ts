@@ -18,7 +18,7 @@ import { DeliveryQueues } from '@gatehook/delivery/jobs';
 import type { HostLookup } from '@gatehook/egress/address-policy';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import type { RateLimiter } from '@gatehook/ratelimit/limiter';
-import { TEST_DATABASE_URL, TEST_REDIS_URL } from './env';
+import { TEST_DATABASE_URL, TEST_REDIS_CLUSTER_NODES, TEST_REDIS_URL } from './env';
 
 export interface TestApi {
   baseUrl: string;
@@ -51,6 +51,7 @@ export function testConfig(env: Record<string, string> = {}): Config {
     NODE_ENV: 'test',
     // Tests hammer management routes; the throttling tests turn it on with their own values.
     API_RATE_LIMIT_PER_SECOND: '0',
+    ...(TEST_REDIS_CLUSTER_NODES ? { REDIS_CLUSTER_NODES: TEST_REDIS_CLUSTER_NODES } : {}),
     ...env,
   });
 }

@@ -1,0 +1,160 @@
+import { randomUUID } from 'node:crypto';
+import { Queue } from 'bullmq';
+import type { Cluster, Redis } from 'ioredis';
+import { probe } from '@gatehook/core/readiness';
+import { connectRedis } from '@gatehook/core/redis';
+import { queueRoundTrip, queuePrefix, shardOf } from '@gatehook/delivery/jobs';
+import { testConfig } from '@gatehook/testkit/api';
+import { createTestDatabase } from '@gatehook/testkit/database';
+import { startTestEngine } from '@gatehook/testkit/engine';
+import { TEST_REDIS_CLUSTER_NODES } from '@gatehook/testkit/env';
+import { testRedis } from '@gatehook/testkit/redis';
+import { until } from '@gatehook/testkit/until';
+import type { Engine } from '@gatehook/worker/engine';
+
+// The queue layer of the worker on the Redis the project gives (one server, or the 3-master cluster of the
+// `redis-cluster` jest project): periodic work once per interval across workers, the watchdog, readiness, and the
+// drain of the queue names of earlier versions.
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  await database.drop();
+});
+
+const onCluster = TEST_REDIS_CLUSTER_NODES !== '';
+
+async function runs(engine: Engine, job: string): Promise<number> {
+  return (await engine.metrics.periodicRuns.get()).values.filter((v) => v.labels.job === job && v.labels.outcome === 'ok').reduce((n, v) => n + v.value, 0);
+}
+
+describe('the engine on this Redis', () => {
+  it('uses the cluster client when the project runs on a cluster, and tags every queue by queue and shard', async () => {
+    const config = testConfig({ DATABASE_URL: database.url, DELIVERY_QUEUE_SHARDS: '4' });
+    const engine = await startTestEngine(config);
+    try {
+      const client = (await engine.queues.queue('deliver').getBackend().client) as unknown as Redis | Cluster;
+      expect('nodes' in client).toBe(onCluster);
+      expect(engine.queues.shardsOf('deliver').map((q) => q.opts.prefix)).toEqual([0, 1, 2, 3].map((i) => `{${config.REDIS_PREFIX}:deliver:${i}}`));
+      expect(engine.queues.shardsOf('fanout')).toHaveLength(4);
+      expect(engine.queues.shardsOf('batch').map((q) => q.opts.prefix)).toEqual([`{${config.REDIS_PREFIX}:batch}`]);
+      expect(engine.periodic.queue.opts.prefix).toBe(`{${config.REDIS_PREFIX}:periodic}`);
+      // Readiness: a round trip through every queue.
+      await engine.roundTrip();
+      expect(engine.legacy === null).toBe(onCluster);
+    } finally {
+      await engine.stop();
+    }
+  });
+});
+
+describe('periodic work', () => {
+  it('runs once per interval across two workers, and goes on when the worker that ran it is gone', async () => {
+    const interval = 400;
+    const config = testConfig({ DATABASE_URL: database.url, RECONCILE_INTERVAL_MS: String(interval) });
+    const [a, b] = [await startTestEngine(config), await startTestEngine(config)];
+    let bStopped = false;
+    try {
+      // Counted over several intervals once both run: one run per interval in all, not one per worker.
+      await until(async () => (await runs(a, 'reconcile')) + (await runs(b, 'reconcile')), (n) => n >= 1, 5_000);
+      const before = (await runs(a, 'reconcile')) + (await runs(b, 'reconcile'));
+      const started = Date.now();
+      await new Promise((r) => setTimeout(r, interval * 10));
+      const intervals = (Date.now() - started) / interval;
+      const made = (await runs(a, 'reconcile')) + (await runs(b, 'reconcile')) - before;
+      expect(made).toBeGreaterThanOrEqual(Math.floor(intervals) - 3);
+      expect(made).toBeLessThanOrEqual(Math.ceil(intervals) + 1);
+      // The retention sweep ran once at the first hour boundary's job, not once per worker: one scheduler.
+      expect(await a.periodic.queue.getJobSchedulersCount()).toBe(2);
+
+      // The worker that ran the last one goes away; the other takes the next runs.
+      const last = (await runs(a, 'reconcile')) >= (await runs(b, 'reconcile')) ? a : b;
+      const other = last === a ? b : a;
+      await last.stop();
+      if (last === b) bStopped = true;
+      const otherBefore = await runs(other, 'reconcile');
+      await until(async () => (await runs(other, 'reconcile')) - otherBefore, (n) => n >= 4, 10_000);
+    } finally {
+      await a.stop();
+      if (!bStopped) await b.stop();
+    }
+  });
+});
+
+/** Stops a connection from reading Redis's replies: a half-open socket, as the worker sees it. */
+function stall(client: Redis | Cluster): void {
+  const nodes = 'nodes' in client ? (client as Cluster).nodes() : [client as Redis];
+  for (const node of nodes) node.stream?.pause();
+}
+
+describe('the queue watchdog', () => {
+  it('recreates a worker whose blocking connection stopped taking jobs while jobs wait', async () => {
+    const config = testConfig({ DATABASE_URL: database.url, QUEUE_WATCHDOG_MS: '1000', DELIVERY_QUEUE_SHARDS: '2' });
+    const engine = await startTestEngine(config);
+    try {
+      const deliveryId = randomUUID();
+      const shard = shardOf(deliveryId, 2);
+      const consumer = engine.consumers().find((c) => c.name === `${queuePrefix(config.REDIS_PREFIX, 'deliver', shard)}:deliver`)!;
+      const blocking = (await consumer.current.getBackend().blockingClient!) as unknown as Redis | Cluster;
+      // Let the worker block on its connection, then stop it from hearing the answer.
+      await new Promise((r) => setTimeout(r, 300));
+      stall(blocking);
+      const restarts = async () => (await engine.metrics.queueWorkerRestarts.get()).values.reduce((n, v) => n + v.value, 0);
+      // A job for a delivery that does not exist: the run finds nothing to lease and completes.
+      await engine.queues.deliverNow([deliveryId]);
+      await until(restarts, (n) => n >= 1, 10_000);
+      await until(async () => (await engine.queues.queue('deliver', shard).getJobCounts('wait', 'active')), (c) => c.wait === 0 && c.active === 0, 10_000);
+    } finally {
+      await engine.stop();
+    }
+  });
+
+  it('leaves alone a worker that has no room, or nothing waiting', async () => {
+    const config = testConfig({ DATABASE_URL: database.url, QUEUE_WATCHDOG_MS: '500', DELIVERY_QUEUE_SHARDS: '1' });
+    const engine = await startTestEngine(config);
+    try {
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect((await engine.metrics.queueWorkerRestarts.get()).values.reduce((n, v) => n + v.value, 0)).toBe(0);
+    } finally {
+      await engine.stop();
+    }
+  });
+});
+
+describe('readiness', () => {
+  it('fails within the probe time when a queue cannot be reached', async () => {
+    const dead = connectRedis({ url: 'redis://127.0.0.1:1' }, { maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    dead.on('error', () => undefined);
+    const queue = new Queue('deliver', { connection: dead, prefix: '{x:deliver:0}' });
+    queue.on('error', () => undefined);
+    const started = Date.now();
+    const result = await probe({ redis: () => queueRoundTrip([queue]) }, 500);
+    expect(result.checks.redis).toBe('failed');
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await queue.close().catch(() => undefined);
+    dead.disconnect();
+  });
+});
+
+(onCluster ? describe.skip : describe)('a rolling upgrade', () => {
+  it('drains the queues of the earlier version (<prefix>:deliver, ...) and stops consuming them once empty', async () => {
+    const config = testConfig({ DATABASE_URL: database.url });
+    const redis = testRedis();
+    const old = new Queue('deliver', { connection: redis, prefix: config.REDIS_PREFIX });
+    await old.add('deliver', { deliveryIds: [randomUUID()] });
+    const engine = await startTestEngine(config);
+    try {
+      await until(async () => {
+        await engine.legacy!.check();
+        return engine.legacy!.left.get('deliver');
+      }, (n) => n === 0, 10_000);
+      expect(await old.getJobCounts('wait', 'active', 'completed', 'failed')).toEqual({ wait: 0, active: 0, completed: 1, failed: 0 });
+    } finally {
+      await engine.stop();
+      await old.obliterate({ force: true });
+      await old.close();
+      redis.disconnect();
+    }
+  });
+});
