@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
+import { ConfigCache } from '@gatehook/cache/config-cache';
+import { InvalidationBus, publishInvalidation } from '@gatehook/cache/invalidation';
 import { probe } from '@gatehook/core/readiness';
 import { connectRedis } from '@gatehook/core/redis';
 import { queueRoundTrip, queuePrefix, shardOf } from '@gatehook/delivery/jobs';
-import { testConfig } from '@gatehook/testkit/api';
+import { startTestApi, testConfig } from '@gatehook/testkit/api';
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { startTestEngine } from '@gatehook/testkit/engine';
+import { auditEvent, startStack } from '@gatehook/testkit/stack';
 import { TEST_REDIS_CLUSTER_NODES } from '@gatehook/testkit/env';
 import { testRedis } from '@gatehook/testkit/redis';
 import { until } from '@gatehook/testkit/until';
@@ -123,6 +126,17 @@ describe('the queue watchdog', () => {
 });
 
 describe('readiness', () => {
+  it('of the API is a round trip through every queue it produces to', async () => {
+    const api = await startTestApi({ config: testConfig({ DATABASE_URL: database.url }) });
+    try {
+      const r = await api.call('GET', '/readyz');
+      expect(r.status).toBe(200);
+      expect(r.body).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
+    } finally {
+      await api.close();
+    }
+  });
+
   it('fails within the probe time when a queue cannot be reached', async () => {
     const dead = connectRedis({ url: 'redis://127.0.0.1:1' }, { maxRetriesPerRequest: 0, enableOfflineQueue: false });
     dead.on('error', () => undefined);
@@ -134,6 +148,60 @@ describe('readiness', () => {
     expect(Date.now() - started).toBeLessThan(2_000);
     await queue.close().catch(() => undefined);
     dead.disconnect();
+  });
+});
+
+describe('configuration invalidation', () => {
+  it('reaches a subscriber whatever node it and the publisher use', async () => {
+    const prefix = `test-${randomUUID()}`;
+    const publisher = testRedis({ maxRetriesPerRequest: 1 });
+    const caches: ConfigCache<number>[] = [];
+    const buses: InvalidationBus[] = [];
+    try {
+      for (let i = 0; i < 3; i += 1) {
+        const bus = new InvalidationBus(testRedis(), prefix);
+        buses.push(bus);
+        const cache = new ConfigCache<number>({ max: 10, ttlMs: 600_000, load: async () => 1 });
+        await cache.follow(bus, 'webhooks');
+        caches.push(cache);
+      }
+      for (let round = 0; round < 5; round += 1) {
+        const key = `org-${round}`;
+        for (const cache of caches) await cache.get(key);
+        const started = Date.now();
+        await publishInvalidation(publisher, prefix, 'webhooks', [key]);
+        await until(async () => caches.every((c) => c.peek(key) === undefined), Boolean, 1_000);
+        expect(Date.now() - started).toBeLessThan(1_000);
+      }
+    } finally {
+      await Promise.all(buses.map((b) => b.close()));
+      publisher.disconnect();
+    }
+  });
+});
+
+describe('a webhook created just before an event', () => {
+  it('gets the event, even when the worker had just found its organisation without webhooks', async () => {
+    const stack = await startStack();
+    try {
+      for (let round = 0; round < 3; round += 1) {
+        // The worker fans out an event of an organisation that has no active webhook ...
+        const before = await stack.ingest([auditEvent()]);
+        await stack.settle(before);
+        for (const hook of (await stack.api.call('GET', '/webhooks', { key: stack.org.admin })).body.items as { id: string }[]) {
+          await stack.api.call('DELETE', `/webhooks/${hook.id}`, { key: stack.org.admin });
+        }
+        const emptied = await stack.ingest([auditEvent()]);
+        await stack.settle(emptied);
+        // ... then a webhook is created and an event sent at once: it must arrive, whatever the invalidation does.
+        const receiver = await stack.receiver();
+        await stack.webhook(receiver, { events: ['policy.created'] });
+        const [id] = await stack.ingest([auditEvent()]);
+        await receiver.waitFor((requests) => requests.some((r) => (JSON.parse(r.body) as { data: { id: string } }).data.id === id), 10_000);
+      }
+    } finally {
+      await stack.close();
+    }
   });
 });
 
