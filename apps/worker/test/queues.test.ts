@@ -66,8 +66,10 @@ describe('periodic work', () => {
       await new Promise((r) => setTimeout(r, interval * 10));
       const intervals = (Date.now() - started) / interval;
       const made = (await runs(a, 'reconcile')) + (await runs(b, 'reconcile')) - before;
+      // The scheduler keeps a fixed grid: a run made late on a busy machine is made up right after, so the count may
+      // exceed the intervals by a few; one run per worker per interval would be twice as many.
       expect(made).toBeGreaterThanOrEqual(Math.floor(intervals) - 3);
-      expect(made).toBeLessThanOrEqual(Math.ceil(intervals) + 1);
+      expect(made).toBeLessThanOrEqual(Math.ceil(intervals) + 3);
       // The retention sweep ran once at the first hour boundary's job, not once per worker: one scheduler.
       expect(await a.periodic.queue.getJobSchedulersCount()).toBe(2);
 
