@@ -70,7 +70,7 @@ describe('periodic work', () => {
       // exceed the intervals by a few; one run per worker per interval would be twice as many.
       expect(made).toBeGreaterThanOrEqual(Math.floor(intervals) - 3);
       expect(made).toBeLessThanOrEqual(Math.ceil(intervals) + 3);
-      // The retention sweep ran once at the first hour boundary's job, not once per worker: one scheduler.
+      // Two schedulers in all (reconcile, retention), however many workers upserted them.
       expect(await a.periodic.queue.getJobSchedulersCount()).toBe(2);
 
       // The worker that ran the last one goes away; the other takes the next runs.
