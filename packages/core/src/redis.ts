@@ -40,14 +40,16 @@ export function isCluster(target: RedisTarget): boolean {
 
 /** A seed URL's address and the credentials and TLS it carries (`rediss://user:pass@host:port`). */
 export function parseSeed(url: string): { host: string; port: number; username?: string; password?: string; tls: boolean } {
+  // Error messages name the URL without its password: they are printed at start-up.
+  const shown = url.replace(/\/\/([^/@:]*):[^/@]*@/, '//$1:***@');
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    throw new Error(`${url}: not a URL (redis://host:port or rediss://user:pass@host:port)`);
+    throw new Error(`${shown}: not a URL (redis://host:port or rediss://user:pass@host:port)`);
   }
-  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw new Error(`${url}: must be redis:// or rediss://`);
-  if (!parsed.hostname) throw new Error(`${url}: has no host`);
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw new Error(`${shown}: must be redis:// or rediss://`);
+  if (!parsed.hostname) throw new Error(`${shown}: has no host`);
   const seed: { host: string; port: number; username?: string; password?: string; tls: boolean } = {
     host: parsed.hostname.replace(/^\[(.*)\]$/, '$1'),
     port: parsed.port ? Number(parsed.port) : 6379,
