@@ -221,6 +221,8 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     },
     logger,
     onRun: (job, outcome) => metrics.periodicRuns.inc({ job, outcome }),
+    onRescheduled: (job) => metrics.periodicRuns.inc({ job, outcome: 'rescheduled' }),
+    onError: () => metrics.redisErrors.inc({ where: 'periodic', queue: 'periodic' }),
     onRestart,
   });
   const allConsumers = () => [...consumers, periodic.consumer];

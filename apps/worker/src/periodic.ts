@@ -17,6 +17,10 @@ export interface PeriodicDeps {
   logger: Logger;
   onRun?: (name: PeriodicName, outcome: 'ok' | 'failed') => void;
   onRestart?: (queue: string) => void;
+  /** Called when a scheduler was missing or stuck and was put back (a Redis restarted empty, a failover). */
+  onRescheduled?: (name: PeriodicName) => void;
+  /** Called when the schedulers could not be looked at (Redis unreachable). */
+  onError?: () => void;
 }
 
 export interface Periodic {
@@ -35,9 +39,34 @@ export interface Periodic {
 export async function startPeriodic(deps: PeriodicDeps): Promise<Periodic> {
   const prefix = queuePrefix(deps.prefix, 'periodic');
   const queue = new Queue('periodic', { connection: deps.connection, prefix });
-  for (const name of Object.keys(deps.every) as PeriodicName[]) {
-    await queue.upsertJobScheduler(name, { every: deps.every[name] }, { name, opts: { attempts: 1, removeOnComplete: true, removeOnFail: { count: 100 } } });
-  }
+  const names = Object.keys(deps.every) as PeriodicName[];
+  const schedule = (name: PeriodicName) =>
+    queue.upsertJobScheduler(name, { every: deps.every[name] }, { name, opts: { attempts: 1, removeOnComplete: true, removeOnFail: { count: 100 } } });
+  for (const name of names) await schedule(name);
+
+  // The schedulers live in Redis: a Redis restarted empty (or FLUSHALL) loses them, and a failover may lose the next
+  // job of one. Every worker looks at them as often as the reconciler runs (at most every 5 s) and puts back one that
+  // is missing or whose next run is overdue by two intervals and a minute: at worst one extra run, never none.
+  const keep = async () => {
+    for (const name of names) {
+      const scheduler = await queue.getJobScheduler(name);
+      const overdueBy = scheduler?.next === undefined ? 0 : Date.now() - scheduler.next;
+      if (scheduler && overdueBy < 2 * deps.every[name] + 60_000) continue;
+      deps.logger.warn({ job: name, missing: !scheduler, overdueMs: overdueBy }, 'periodic job scheduler missing or stuck: scheduling it again');
+      await schedule(name);
+      deps.onRescheduled?.(name);
+    }
+  };
+  let keeping: Promise<void> | null = null;
+  const keeper = setInterval(() => {
+    keeping ??= keep()
+      .catch((error: unknown) => {
+        deps.onError?.();
+        deps.logger.warn({ err: (error as Error).message }, 'could not look at the periodic job schedulers');
+      })
+      .finally(() => (keeping = null));
+  }, Math.min(5_000, ...names.map((n) => deps.every[n])));
+  keeper.unref();
   const consumer = new QueueConsumer({
     queue,
     processor: async (job: Job) => {
@@ -63,6 +92,8 @@ export async function startPeriodic(deps: PeriodicDeps): Promise<Periodic> {
     queue,
     consumer,
     async close() {
+      clearInterval(keeper);
+      await keeping;
       await consumer.close();
       await queue.close();
     },

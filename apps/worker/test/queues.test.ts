@@ -93,6 +93,23 @@ function stall(client: Redis | Cluster): void {
   for (const node of nodes) node.stream?.pause();
 }
 
+describe('periodic work after Redis lost its schedulers', () => {
+  it('is scheduled again by the workers (a Redis restarted empty, FLUSHALL)', async () => {
+    const config = testConfig({ DATABASE_URL: database.url, RECONCILE_INTERVAL_MS: '300' });
+    const engine = await startTestEngine(config);
+    try {
+      await until(() => runs(engine, 'reconcile'), (n) => n >= 1, 5_000);
+      for (const name of ['reconcile', 'retention']) await engine.periodic.queue.removeJobScheduler(name);
+      await engine.periodic.queue.obliterate({ force: true });
+      const after = await runs(engine, 'reconcile');
+      await until(() => runs(engine, 'reconcile'), (n) => n >= after + 3, 10_000);
+      expect(await engine.periodic.queue.getJobSchedulersCount()).toBe(2);
+    } finally {
+      await engine.stop();
+    }
+  });
+});
+
 describe('the queue watchdog', () => {
   it('recreates a worker whose blocking connection stopped taking jobs while jobs wait', async () => {
     const config = testConfig({ DATABASE_URL: database.url, QUEUE_WATCHDOG_MS: '1000', DELIVERY_QUEUE_SHARDS: '2' });
