@@ -1,12 +1,11 @@
 /** @jest-config-loader esbuild-register */
 import type { Config } from 'jest';
 
-// Every test runs against the machine's real Postgres and Redis; each test file uses its own
-// organisation ids and Redis prefix, so files run in parallel.
-const config: Config = {
+type Project = NonNullable<Config['projects']>[number] & object;
+
+const common: Project = {
   testEnvironment: 'node',
   roots: ['<rootDir>/apps', '<rootDir>/packages', '<rootDir>/docker'],
-  testMatch: ['**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   transform: {
     '^.+\\.(t|j|mj|cj)s$': [
@@ -17,9 +16,40 @@ const config: Config = {
   // got and a few of its dependencies are ESM-only: let swc turn them into CommonJS for jest.
   transformIgnorePatterns: [],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
+};
+
+/**
+ * The suites that run a second time on a 3-master Redis Cluster (CONTRACT 16): delivery end to end (fan-out,
+ * batching, retries, templates, state), rate limit checks and management throttling on the shared store, the
+ * redis counter store, the reconciler, and the cluster's own tests (periodic work, watchdog, readiness).
+ */
+export const CLUSTER_SUITES = [
+  '<rootDir>/apps/worker/test/delivery.*.test.ts',
+  '<rootDir>/apps/worker/test/reconciler.test.ts',
+  '<rootDir>/apps/worker/test/queues.test.ts',
+  '<rootDir>/apps/api/test/rate-limit-check.test.ts',
+  '<rootDir>/apps/api/test/throttling.test.ts',
+  '<rootDir>/packages/ratelimit/src/stores/redis.test.ts',
+];
+
+// Every test runs against the machine's real Postgres and Redis; each test file uses its own organisation ids and
+// Redis prefix, so files run in parallel. The `redis-cluster` project reruns CLUSTER_SUITES on a Redis Cluster its
+// global setup starts (and its teardown stops): `pnpm jest --selectProjects redis` runs the single-node suites only.
+const config: Config = {
   testTimeout: 30_000,
   maxWorkers: '50%',
   globalSetup: '<rootDir>/packages/testkit/src/global-setup.ts',
+  projects: [
+    { ...common, displayName: 'redis', testMatch: ['**/*.test.ts'] },
+    {
+      ...common,
+      displayName: 'redis-cluster',
+      testMatch: CLUSTER_SUITES,
+      globalSetup: '<rootDir>/packages/testkit/src/cluster-global-setup.ts',
+      globalTeardown: '<rootDir>/packages/testkit/src/cluster-global-teardown.ts',
+      setupFiles: ['<rootDir>/packages/testkit/src/cluster-env.ts'],
+    },
+  ],
 };
 
 export default config;

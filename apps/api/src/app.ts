@@ -1,6 +1,6 @@
 import type { RequestListener } from 'node:http';
 import express, { type Express } from 'express';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gatehook/core/redis';
 import type { Config } from '@gatehook/core/config';
 import type { SecretBox } from '@gatehook/core/encryption';
 import type { Logger } from '@gatehook/core/logger';
@@ -40,7 +40,7 @@ import { commitHooks } from './services/commit-hooks';
 export interface AppDeps {
   config: Config;
   db: Db;
-  redis: Redis;
+  redis: RedisConnection;
   box: SecretBox;
   logger: Logger;
   /** Producer of delivery jobs; without it, ingested events are fanned out by the worker's reconciler. */
@@ -119,7 +119,7 @@ function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; obse
 
   const hooks = commitHooks({ redis: deps.redis, prefix: deps.config.REDIS_PREFIX, queues: deps.queues, logger: deps.logger });
   const routes: AnyRoute[] = [
-    ...healthRoutes(deps.db, deps.redis),
+    ...healthRoutes(deps.db, deps.queues ? () => deps.queues!.roundTrip() : () => deps.redis.ping()),
     ...eventTypeRoutes(),
     ...destinationRoutes(deps.render),
     ...auditEventRoutes(ingestDeps),

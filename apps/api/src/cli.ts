@@ -1,5 +1,5 @@
+import { connectRedis, redisTarget } from '@gatehook/core/redis';
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Config } from '@gatehook/core/config';
 import { within } from '@gatehook/core/readiness';
@@ -34,7 +34,7 @@ const createOptions = z.object({
  * either way: when Redis cannot be reached, processes stop accepting the key within API_KEY_CACHE_TTL_MS.
  */
 async function announceRevocation(config: Config, keyHash: string): Promise<void> {
-  const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  const redis = connectRedis(redisTarget(config), { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, reconnect: false });
   redis.on('error', () => undefined);
   try {
     await within(redis.connect().then(() => announceApiKeyChange(redis, config.REDIS_PREFIX, [keyHash])), 5_000);

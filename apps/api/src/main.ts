@@ -1,9 +1,9 @@
 import { once } from 'node:events';
 import { createServer } from 'node:http';
-import { Redis } from 'ioredis';
 import { InvalidationBus } from '@gatehook/cache/invalidation';
 import { SecretBox } from '@gatehook/core/encryption';
 import { createLogger } from '@gatehook/core/logger';
+import { connectRedis, redisTarget } from '@gatehook/core/redis';
 import { runService, type RunningService, closeRedis } from '@gatehook/core/service';
 import { createDb } from '@gatehook/db/client';
 import { DeliveryQueues } from '@gatehook/delivery/jobs';
@@ -23,14 +23,15 @@ async function main(): Promise<RunningService> {
   for (const warning of config.startupWarnings) logger.warn(warning);
 
   const db = createDb(config.DATABASE_URL);
-  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
-  redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
-  const producer = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1 });
+  const target = redisTarget(config);
+  const redis = connectRedis(target, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
+  redis.on('error', (error: Error) => logger.warn({ err: error.message }, 'redis connection error'));
+  const producer = connectRedis(target, { maxRetriesPerRequest: 1 });
   producer.on('error', () => undefined);
-  const queues = new DeliveryQueues(producer, config.REDIS_PREFIX);
+  const queues = new DeliveryQueues(producer, config.REDIS_PREFIX, { shards: config.DELIVERY_QUEUE_SHARDS });
   const egress = egressClientFromConfig(config);
   // One subscriber connection for every cache of the process (API keys, rate limit rules).
-  const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+  const subscriber = connectRedis(target, { maxRetriesPerRequest: null });
   subscriber.on('error', () => undefined);
   const bus = new InvalidationBus(subscriber, config.REDIS_PREFIX);
   const apiKeys = await startApiKeyCache(config, db, bus);

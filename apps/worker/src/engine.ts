@@ -1,7 +1,7 @@
 import { closeRedis } from '@gatehook/core/service';
-import { DelayedError, Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
+import { DelayedError, type Job } from 'bullmq';
 import type { Config } from '@gatehook/core/config';
+import { connectRedis, isCluster, redisTarget } from '@gatehook/core/redis';
 import type { SecretBox } from '@gatehook/core/encryption';
 import type { Logger } from '@gatehook/core/logger';
 import type { Db } from '@gatehook/db/client';
@@ -14,12 +14,15 @@ import { flushBatch } from '@gatehook/delivery/batching';
 import { LocalDispatcher } from '@gatehook/delivery/dispatch';
 import type { EngineContext } from '@gatehook/delivery/context';
 import { countsItsStart, fanOutGuarded } from '@gatehook/delivery/fanout-parking';
-import { DELIVER_CHUNK, DeliveryQueues, JOBS, waitingJobId } from '@gatehook/delivery/jobs';
+import { DELIVER_CHUNK, DeliveryQueues, JOBS, queuePrefix, queueRoundTrip, SHARDED_QUEUES, waitingJobId, type JobName } from '@gatehook/delivery/jobs';
 import { WEBHOOKS_TOPIC, WebhookConfigs } from '@gatehook/delivery/webhook-configs';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics';
-import { createTaskWorker } from './processors/tasks';
-import { startReconciler } from './reconciler';
+import { QueueConsumer, startWatchdog, type Processor } from './consumers';
+import { startLegacyDrain, type LegacyDrain } from './legacy-queues';
+import { startPeriodic, type Periodic } from './periodic';
+import { TASK_CONCURRENCY, taskProcessor } from './processors/tasks';
+import { reconcileOnce } from './reconciler';
 import { sweepRetention } from './retention';
 
 export interface EngineDeps {
@@ -34,6 +37,13 @@ export interface EngineDeps {
 export interface Engine {
   queues: DeliveryQueues;
   metrics: WorkerMetrics;
+  /** The consumers of every queue and shard (the periodic queue's included). */
+  consumers(): readonly QueueConsumer[];
+  periodic: Periodic;
+  /** The drain of the queues of earlier versions (null on a cluster, where they never worked). */
+  legacy: LegacyDrain | null;
+  /** Readiness: a round trip through every queue this worker consumes (bounded by the caller). */
+  roundTrip(): Promise<void>;
   /** Stops taking jobs, lets in-flight jobs finish (or hands them back), then closes every connection. */
   close(): Promise<void>;
 }
@@ -59,14 +69,15 @@ function resultClass(statusCode: number, error: string | null): string {
 export async function startEngine(deps: EngineDeps): Promise<Engine> {
   const { config, db, box, logger } = deps;
   const prefix = config.REDIS_PREFIX;
+  const target = redisTarget(config);
   // Producers fail fast when Redis is down (the reconciler covers what they could not enqueue); workers wait.
-  const producer = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: true });
-  const workerConnection = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
-  const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+  const producer = connectRedis(target, { maxRetriesPerRequest: 1, enableOfflineQueue: true });
+  const workerConnection = connectRedis(target, { maxRetriesPerRequest: null });
+  const subscriber = connectRedis(target, { maxRetriesPerRequest: null });
   for (const connection of [producer, workerConnection, subscriber]) {
-    connection.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
+    connection.on('error', (error: Error) => logger.warn({ err: error.message }, 'redis connection error'));
   }
-  const queues = new DeliveryQueues(producer, prefix);
+  const queues = new DeliveryQueues(producer, prefix, { shards: config.DELIVERY_QUEUE_SHARDS });
   const pool = sqlPool(db);
   const metrics = createWorkerMetrics(queues, pool);
   const egress = egressClientFromConfig(config);
@@ -110,87 +121,132 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
   const dispatcher = new LocalDispatcher(runner, queues, logger);
   context.local = dispatcher;
 
-  const common = { connection: workerConnection, prefix };
-  const workers = [
-    new Worker(
-      'fanout',
-      async (job: Job) => {
-        const { orgId, eventIds, recovered } = JOBS.fanout.parse(job.data);
-        const result = await fanOutGuarded(context, orgId, eventIds, { counted: countsItsStart(job, recovered === true) });
-        for (const f of result.failed) metrics.fanoutFailures.inc({ outcome: f.parked ? 'parked' : 'failed' });
-        return { events: result.events, deliveries: result.deliveries, failed: result.failed.length };
-      },
-      { ...common, concurrency: RENDERING_JOB_CONCURRENCY },
-    ),
-    new Worker(
-      'batch',
-      async (job: Job) => {
-        const { webhookId, orgId } = JOBS.batch.parse(job.data);
-        return flushBatch(context, webhookId, orgId);
-      },
-      { ...common, concurrency: RENDERING_JOB_CONCURRENCY },
-    ),
-    new Worker(
-      'deliver',
-      async (job: Job, token?: string) => {
-        const { deliveryIds, orgId } = JOBS.deliver.parse(job.data);
-        const outcome = await runner.run(deliveryIds, orgId ?? '');
-        // Deliveries turned away by a full webhook come back when it can take them, holding no slot, each under its
-        // one waiting job: this job, when it is that job (it moves back to the delayed set), else a job of its own.
-        const own = outcome.busy.find((b) => job.id === waitingJobId(b.id));
-        await queues.deliverLater(outcome.busy.filter((b) => b !== own).map((b) => ({ id: b.id, dueAt: b.retryAt })), orgId);
-        if (own) {
-          await job.moveToDelayed(own.retryAt.getTime(), token);
-          throw new DelayedError();
-        }
-        return { sent: outcome.sent, skipped: outcome.skipped, cancelled: outcome.cancelled, busy: outcome.busy.length };
-      },
-      // The lock outlasts the request timeout, so a job is never considered stalled while its request runs. Jobs
-      // taken wait for room fairly by organisation (Admission), holding only their ids: taking several jobs per
-      // slot keeps one organisation's backlog of jobs from keeping another's job in Redis.
-      { ...common, concurrency: config.DELIVERY_CONCURRENCY * DELIVER_JOBS_PER_SLOT, lockDuration: config.DELIVERY_TIMEOUT_MS + 5_000 },
-    ),
-    createTaskWorker(
-      {
-        ...context,
-        pageSize: config.TASK_PAGE_SIZE,
-        maxBacklog: config.TASK_MAX_BACKLOG,
-        sendRate: config.TASK_SEND_RATE,
-        leaseMs: config.TASK_LEASE_MS,
-        onUnexpectedError: (taskId, error) => logger.error({ taskId, err: (error as Error).message }, 'task step failed'),
-      },
-      common,
-    ),
-  ];
-  for (const worker of workers) {
-    worker.on('failed', (job, error) => logger.warn({ queue: worker.name, job: job?.id, err: error.message }, 'job failed'));
-    worker.on('error', (error) => logger.warn({ queue: worker.name, err: error.message }, 'worker error'));
+  const processors: Record<JobName, Processor> = {
+    fanout: async (job: Job) => {
+      const { orgId, eventIds, recovered } = JOBS.fanout.parse(job.data);
+      const result = await fanOutGuarded(context, orgId, eventIds, { counted: countsItsStart(job, recovered === true) });
+      for (const f of result.failed) metrics.fanoutFailures.inc({ outcome: f.parked ? 'parked' : 'failed' });
+      return { events: result.events, deliveries: result.deliveries, failed: result.failed.length };
+    },
+    batch: async (job: Job) => {
+      const { webhookId, orgId } = JOBS.batch.parse(job.data);
+      return flushBatch(context, webhookId, orgId);
+    },
+    deliver: async (job: Job, token?: string) => {
+      const { deliveryIds, orgId } = JOBS.deliver.parse(job.data);
+      const outcome = await runner.run(deliveryIds, orgId ?? '');
+      // Deliveries turned away by a full webhook come back when it can take them, holding no slot, each under its
+      // one waiting job: this job, when it is that job (it moves back to the delayed set), else a job of its own.
+      const own = outcome.busy.find((b) => job.id === waitingJobId(b.id));
+      await queues.deliverLater(outcome.busy.filter((b) => b !== own).map((b) => ({ id: b.id, dueAt: b.retryAt })), orgId);
+      if (own) {
+        await job.moveToDelayed(own.retryAt.getTime(), token);
+        throw new DelayedError();
+      }
+      return { sent: outcome.sent, skipped: outcome.skipped, cancelled: outcome.cancelled, busy: outcome.busy.length };
+    },
+    task: taskProcessor({
+      ...context,
+      pageSize: config.TASK_PAGE_SIZE,
+      maxBacklog: config.TASK_MAX_BACKLOG,
+      sendRate: config.TASK_SEND_RATE,
+      leaseMs: config.TASK_LEASE_MS,
+      onUnexpectedError: (taskId, error) => logger.error({ taskId, err: (error as Error).message }, 'task step failed'),
+    }),
+  };
+  // A worker's concurrency of a queue is shared by its shards (each gets its share, at least one).
+  const concurrency: Record<JobName, number> = {
+    fanout: RENDERING_JOB_CONCURRENCY,
+    batch: RENDERING_JOB_CONCURRENCY,
+    // Jobs taken wait for room fairly by organisation (Admission), holding only their ids: taking several jobs per
+    // slot keeps one organisation's backlog of jobs from keeping another's job in Redis.
+    deliver: config.DELIVERY_CONCURRENCY * DELIVER_JOBS_PER_SLOT,
+    task: TASK_CONCURRENCY,
+  };
+  const lockDuration: Partial<Record<JobName, number>> = {
+    // The lock outlasts the request timeout, so a job is never considered stalled while its request runs.
+    deliver: config.DELIVERY_TIMEOUT_MS + 5_000,
+    task: config.TASK_LEASE_MS,
+  };
+  const onRestart = (queue: string) => metrics.queueWorkerRestarts.inc({ queue });
+  const consumers: QueueConsumer[] = [];
+  for (const name of Object.keys(processors) as JobName[]) {
+    const shards = queues.shardsOf(name);
+    for (const [shard, queue] of shards.entries()) {
+      consumers.push(
+        new QueueConsumer({
+          queue,
+          processor: processors[name],
+          worker: {
+            connection: workerConnection,
+            prefix: queuePrefix(prefix, name, SHARDED_QUEUES.has(name) ? shard : undefined),
+            concurrency: Math.max(1, Math.ceil(concurrency[name] / shards.length)),
+            ...(lockDuration[name] ? { lockDuration: lockDuration[name] } : {}),
+          },
+          logger,
+          onRestart,
+        }),
+      );
+    }
   }
 
-  const reconciler = startReconciler({
+  // Reconciler and retention: once per interval across all workers, as job schedulers (./periodic.ts).
+  const reconcilerDeps = {
     db,
-    redis: producer,
     queues,
-    prefix,
     intervalMs: config.RECONCILE_INTERVAL_MS,
     batchLingerMs: config.BATCH_LINGER_MS,
     logger,
-    onReenqueued: (kind, count) => metrics.reenqueued.inc({ kind }, count),
+    onReenqueued: (kind: 'events' | 'deliveries' | 'batches', count: number) => metrics.reenqueued.inc({ kind }, count),
     ...(deps.reconcilerGrace ? { grace: deps.reconcilerGrace } : {}),
+  };
+  const retention = () => sweepRetention(db, config.DELIVERY_RETENTION_DAYS, logger, { width: config.HISTORY_PARTITION });
+  // Partitions must exist ahead before the first hourly run: each worker runs the upkeep once as it starts (safe from
+  // several workers at once); after that the scheduler runs it once an hour across all workers.
+  void retention().then(
+    () => metrics.periodicRuns.inc({ job: 'retention', outcome: 'ok' }),
+    (error: unknown) => {
+      metrics.periodicRuns.inc({ job: 'retention', outcome: 'failed' });
+      logger.error({ job: 'retention', err: (error as Error).message }, 'start-up retention and partition upkeep failed');
+    },
+  );
+  const periodic = await startPeriodic({
+    connection: workerConnection,
+    prefix,
+    every: { reconcile: config.RECONCILE_INTERVAL_MS, retention: RETENTION_INTERVAL_MS },
+    run: {
+      reconcile: () => reconcileOnce(reconcilerDeps),
+      // Retention and partition upkeep (creates partitions ahead, drops expired ones).
+      retention,
+    },
+    logger,
+    onRun: (job, outcome) => metrics.periodicRuns.inc({ job, outcome }),
+    onRescheduled: (job) => metrics.periodicRuns.inc({ job, outcome: 'rescheduled' }),
+    onError: () => metrics.redisErrors.inc({ where: 'periodic', queue: 'periodic' }),
+    onRestart,
   });
-  const sweep = () => sweepRetention(db, config.DELIVERY_RETENTION_DAYS, logger, { width: config.HISTORY_PARTITION }).catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'retention sweep failed'));
-  const retentionTimer = setInterval(() => void sweep(), RETENTION_INTERVAL_MS);
-  void sweep();
+  const allConsumers = () => [...consumers, periodic.consumer];
+  const watchdog = startWatchdog(allConsumers, {
+    stuckAfterMs: config.QUEUE_WATCHDOG_MS,
+    logger,
+    onError: (queue) => metrics.redisErrors.inc({ where: 'watchdog', queue }),
+  });
+  const legacy = isCluster(target) ? null : startLegacyDrain({ connection: workerConnection, prefix, processors, logger });
+  const roundTripQueues = [...queues.all(), periodic.queue];
 
   let closing: Promise<void> | null = null;
   return {
     queues,
     metrics,
+    consumers: allConsumers,
+    periodic,
+    legacy,
+    roundTrip: () => queueRoundTrip(roundTripQueues),
     close() {
       closing ??= (async () => {
-        clearInterval(retentionTimer);
-        await reconciler.stop();
-        await Promise.allSettled(workers.map((w) => w.close()));
+        await watchdog.stop();
+        await legacy?.close();
+        await Promise.allSettled([...consumers.map((c) => c.close()), periodic.close()]);
         await dispatcher.close();
         await render.close();
         await egress.close();

@@ -1,8 +1,7 @@
 import { once } from 'node:events';
-import { Redis } from 'ioredis';
 import { SecretBox } from '@gatehook/core/encryption';
 import { createLogger } from '@gatehook/core/logger';
-import { runService, type RunningService, closeRedis } from '@gatehook/core/service';
+import { runService, type RunningService } from '@gatehook/core/service';
 import { createDb } from '@gatehook/db/client';
 import { loadConfig } from './env';
 import { startEngine } from './engine';
@@ -14,12 +13,10 @@ async function main(): Promise<RunningService> {
   for (const warning of config.startupWarnings) logger.warn(warning);
 
   const db = createDb(config.DATABASE_URL);
-  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
-  redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
 
   const engine = await startEngine({ config, db, box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY), logger });
   const server = createWorkerServer({
-    checks: { postgres: () => db.$queryRaw`SELECT 1`, redis: () => redis.ping() },
+    checks: { postgres: () => db.$queryRaw`SELECT 1`, redis: () => engine.roundTrip() },
     metrics: engine.metrics.registry,
     metricsToken: config.METRICS_TOKEN,
   });
@@ -33,7 +30,7 @@ async function main(): Promise<RunningService> {
       server.close();
       // Workers finish their in-flight jobs (or hand them back) before connections close.
       await engine.close();
-      await Promise.allSettled([db.$disconnect(), closeRedis(redis)]);
+      await db.$disconnect();
     },
   };
 }

@@ -11,6 +11,12 @@ export interface WorkerMetrics {
   attempts: Histogram<'result'>;
   reenqueued: Counter<'kind'>;
   fanoutFailures: Counter<'outcome'>;
+  /** Runs of periodic work (reconcile, retention) this worker made, by outcome. */
+  periodicRuns: Counter<'job' | 'outcome'>;
+  /** Queue workers the watchdog recreated because they took no job while jobs waited. */
+  queueWorkerRestarts: Counter<'queue'>;
+  /** Redis errors of periodic work (watchdog looks, queue counts), never swallowed. */
+  redisErrors: Counter<'where' | 'queue'>;
   /** Reports the attempt runner's room (set once the runner exists: it reports its attempts here). */
   watchRoom(admission: Admission): void;
 }
@@ -40,6 +46,24 @@ export function createWorkerMetrics(queues: DeliveryQueues, pool: Pool): WorkerM
     labelNames: ['kind'],
     registers: [registry],
   });
+  const periodicRuns = new Counter({
+    name: 'gatehook_periodic_runs_total',
+    help: 'Runs of periodic work (reconcile, retention) made by this worker, by outcome (ok, failed)',
+    labelNames: ['job', 'outcome'],
+    registers: [registry],
+  });
+  const queueWorkerRestarts = new Counter({
+    name: 'gatehook_queue_worker_restarts_total',
+    help: 'Queue workers recreated by the watchdog: jobs waited, the worker had room and took none',
+    labelNames: ['queue'],
+    registers: [registry],
+  });
+  const redisErrors = new Counter({
+    name: 'gatehook_worker_redis_errors_total',
+    help: 'Redis errors met by periodic work of this worker (watchdog, queue depth), by where',
+    labelNames: ['where', 'queue'],
+    registers: [registry],
+  });
   new Gauge({
     name: 'gatehook_queue_jobs',
     help: 'Jobs per queue and state',
@@ -47,7 +71,11 @@ export function createWorkerMetrics(queues: DeliveryQueues, pool: Pool): WorkerM
     registers: [registry],
     async collect() {
       for (const name of ['fanout', 'batch', 'deliver', 'task'] as JobName[]) {
-        const counts = await queues.queue(name).getJobCounts('waiting', 'active', 'delayed', 'failed').catch(() => null);
+        // Summed over the queue's shards.
+        const counts = await queues.counts(name, 'waiting', 'active', 'delayed', 'failed').catch(() => {
+          redisErrors.inc({ where: 'queue_depth', queue: name });
+          return null;
+        });
         if (!counts) continue;
         for (const [state, value] of Object.entries(counts)) this.set({ queue: name, state }, value);
       }
@@ -87,7 +115,7 @@ export function createWorkerMetrics(queues: DeliveryQueues, pool: Pool): WorkerM
   });
   registerStatementMetric(registry);
   return {
-    registry, deliveries, attempts, reenqueued, fanoutFailures,
+    registry, deliveries, attempts, reenqueued, fanoutFailures, periodicRuns, queueWorkerRestarts, redisErrors,
     watchRoom(admission) {
       room = admission;
     },

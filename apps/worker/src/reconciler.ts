@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import type { Logger } from '@gatehook/core/logger';
 import type { Db } from '@gatehook/db/client';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
@@ -6,9 +5,8 @@ import { reconcileTasks } from './processors/tasks';
 
 export interface ReconcilerDeps {
   db: Db;
-  redis: Redis;
   queues: DeliveryQueues;
-  prefix: string;
+  /** RECONCILE_INTERVAL_MS: a pass runs once per interval across all workers (apps/worker/src/periodic.ts). */
   intervalMs: number;
   batchLingerMs: number;
   logger: Logger;
@@ -81,24 +79,4 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: num
   if (counts.batches) deps.onReenqueued?.('batches', counts.batches);
   if (counts.events || counts.deliveries || counts.batches) deps.logger.info(counts, 'reconciler re-enqueued work');
   return counts;
-}
-
-/** Runs reconcileOnce every interval in one worker at a time (a Redis lock), until stopped. */
-export function startReconciler(deps: ReconcilerDeps): { stop(): Promise<void> } {
-  const lockKey = `${deps.prefix}:reconciler:lock`;
-  let running: Promise<unknown> | null = null;
-  const tick = async () => {
-    const acquired = await deps.redis.set(lockKey, '1', 'PX', Math.max(deps.intervalMs - 50, 50), 'NX').catch(() => null);
-    if (acquired !== 'OK') return;
-    await reconcileOnce(deps).catch((error: unknown) => deps.logger.warn({ err: (error as Error).message }, 'reconciler pass failed'));
-  };
-  const timer = setInterval(() => {
-    if (!running) running = tick().finally(() => (running = null));
-  }, deps.intervalMs);
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
 }

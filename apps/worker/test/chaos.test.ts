@@ -6,6 +6,7 @@ import { ingestAuditEvents } from '@gatehook/delivery/ingest';
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { startPostgresServer, startRedisServer, startServiceProcess, type PostgresServer, type ServiceProcess } from '@gatehook/testkit/processes';
 import { startReceiver, testCa, type TestReceiver } from '@gatehook/testkit/receiver';
+import { startRedisCluster, type TestRedisCluster } from '@gatehook/testkit/redis-cluster';
 import { auditEvent } from '@gatehook/testkit/stack';
 
 // Chaos at 2,000 events a scenario (CHAOS_EVENTS changes it): real API and worker processes, a private Redis
@@ -33,7 +34,10 @@ afterAll(async () => {
 interface Chaos {
   env: Record<string, string>;
   orgId: string;
-  redis: Awaited<ReturnType<typeof startRedisServer>>;
+  /** The run's private Redis server (absent when the plan runs on a cluster). */
+  redis?: Awaited<ReturnType<typeof startRedisServer>>;
+  /** The run's private Redis Cluster, when the plan asked for one. */
+  cluster?: TestRedisCluster;
   /** The run's private Postgres server, when the plan asked for one. */
   postgres?: PostgresServer;
   api: ServiceProcess;
@@ -45,6 +49,8 @@ interface Chaos {
 interface ChaosPlan {
   /** Runs on a private Postgres server (c.postgres) instead of the shared one, so the plan may stop it. */
   privatePostgres?: boolean;
+  /** Runs on a private Redis Cluster of 3 masters with a replica each (c.cluster) instead of one Redis server. */
+  cluster?: boolean;
   /** Events committed outside the HTTP stream (the promise covers them too). */
   before?(c: Chaos): Promise<string[]>;
   /** Called before each batch of the stream: the place to break things. */
@@ -71,17 +77,17 @@ async function chaosDatabase(postgres: PostgresServer | undefined): Promise<{ ur
 
 /** Runs one plan; returns what the API answered to each batch of the stream. */
 async function runChaos(name: string, plan: ChaosPlan): Promise<Answer[]> {
-  const redis = await startRedisServer();
+  const redis = plan.cluster ? { cluster: await startRedisCluster({ masters: 3, replicasPerMaster: 1 }) } : { redis: await startRedisServer() };
   let postgres: PostgresServer | undefined;
   try {
     if (plan.privatePostgres) postgres = await startPostgresServer();
     return await runOnServers(name, plan, redis, postgres);
   } finally {
-    await Promise.allSettled([redis.close(), postgres?.close()]);
+    await Promise.allSettled([redis.redis?.close(), redis.cluster?.close(), postgres?.close()]);
   }
 }
 
-async function runOnServers(name: string, plan: ChaosPlan, redis: Chaos['redis'], postgres: PostgresServer | undefined): Promise<Answer[]> {
+async function runOnServers(name: string, plan: ChaosPlan, redis: Pick<Chaos, 'redis' | 'cluster'>, postgres: PostgresServer | undefined): Promise<Answer[]> {
   const store = await chaosDatabase(postgres);
   const orgId = randomUUID();
   const { key } = await issueApiKey(store.db, { orgId, name: 'chaos', role: 'admin', permissions: [] });
@@ -91,7 +97,7 @@ async function runOnServers(name: string, plan: ChaosPlan, redis: Chaos['redis']
   });
   const env = {
     DATABASE_URL: store.url,
-    REDIS_URL: redis.url,
+    ...(redis.redis ? { REDIS_URL: redis.redis.url } : { REDIS_CLUSTER_NODES: redis.cluster!.seeds.join(',') }),
     REDIS_PREFIX: `chaos_${randomBytes(4).toString('hex')}`,
     EGRESS_ALLOW_CIDRS: '127.0.0.1/32',
     EGRESS_EXTRA_CA_FILE: testCa().caFile,
@@ -100,7 +106,7 @@ async function runOnServers(name: string, plan: ChaosPlan, redis: Chaos['redis']
     RECONCILE_INTERVAL_MS: '500',
     NODE_ENV: 'test',
   };
-  const c: Chaos = { env, orgId, redis, ...(postgres ? { postgres } : {}), api: await startServiceProcess('api', env), worker: await startServiceProcess('worker', env), background: [] };
+  const c: Chaos = { env, orgId, ...redis, ...(postgres ? { postgres } : {}), api: await startServiceProcess('api', env), worker: await startServiceProcess('worker', env), background: [] };
   try {
     const created = await fetch(`http://127.0.0.1:${c.api.port}/webhooks`, {
       method: 'POST',
@@ -216,7 +222,16 @@ describe('chaos: nothing accepted is lost', () => {
   it('Redis FLUSHALL mid-stream', () =>
     runChaos('Redis FLUSHALL', {
       async during(c, batch) {
-        if (batch === third || batch === 2 * third) await c.redis.flushAll();
+        if (batch === third || batch === 2 * third) await c.redis!.flushAll();
+      },
+    }));
+
+  it('a Redis Cluster master killed mid-stream and replaced by its replica', () =>
+    runChaos('cluster master failover', {
+      cluster: true,
+      async during(c, batch) {
+        // SIGKILL: whatever the master had not yet replicated is lost with it; its replica takes its slots.
+        if (batch === third) await c.cluster!.kill(c.cluster!.masters[0]!);
       },
     }));
 

@@ -80,10 +80,10 @@ describe('exclusive attempts', () => {
     // Duplicated jobs (a reconciler pass, a stalled job re-run) while the attempt is in flight.
     await stack.engine.queues.deliverNow(Array.from({ length: 20 }, () => id));
     for (let i = 0; i < 10; i++) await stack.engine.queues.deliverNow([id]);
-    await until(async () => ((await stack.engine.queues.queue('deliver').getJobCounts('wait', 'active')).wait === 0 ? true : undefined));
+    await until(async () => ((await stack.engine.queues.counts('deliver', 'wait', 'active')).wait === 0 ? true : undefined));
     release();
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
-    await until(async () => ((await stack.engine.queues.queue('deliver').getJobCounts('wait', 'active', 'delayed')).active === 0 ? true : undefined));
+    await until(async () => ((await stack.engine.queues.counts('deliver', 'wait', 'active', 'delayed')).active === 0 ? true : undefined));
     expect(slow.requests).toHaveLength(1);
     expect(delivery!.attempt_count).toBe(1);
   });

@@ -94,13 +94,13 @@ describe('fan-out that keeps failing', () => {
     const scratch = new DeliveryQueues(redis, scratchPrefix);
     try {
       await reconcileOnce({
-        db: stack.api.db, redis, queues: scratch, prefix: scratchPrefix, intervalMs: 500, batchLingerMs: 200,
+        db: stack.api.db, queues: scratch, intervalMs: 500, batchLingerMs: 200,
         logger: createLogger({ name: 'test', level: 'silent' }), grace: { eventsMs: 0, deliveriesMs: 300 },
       });
-      const queued = (await scratch.queue('fanout').getJobs(['waiting'])).flatMap((j) => j.data.eventIds as string[]);
+      const queued = (await scratch.jobs('fanout', ['waiting'])).flatMap((j) => j.data.eventIds as string[]);
       expect(queued).not.toContain(poisoned);
     } finally {
-      for (const name of ['fanout', 'batch', 'deliver', 'task'] as const) await scratch.queue(name).obliterate({ force: true });
+      for (const name of ['fanout', 'batch', 'deliver', 'task'] as const) await scratch.obliterate(name);
       await scratch.close();
       await redis.quit();
     }
@@ -148,7 +148,7 @@ describe('a delivery waiting on a busy origin', () => {
     const start = await reenqueued();
     await until(
       async () => {
-        const jobs = await stack.engine.queues.queue('deliver').getJobs(['active', 'waiting', 'prioritized', 'delayed']);
+        const jobs = await stack.engine.queues.jobs('deliver', ['active', 'waiting', 'prioritized', 'delayed']);
         for (const job of jobs) for (const id of job.data.deliveryIds as string[]) seen.get(id)?.add(job.id!);
         return reenqueued();
       },
@@ -187,9 +187,8 @@ describe('an attempt in flight', () => {
     // The retry's job ran and found the delivery still leased by the attempt in flight: nothing more was sent.
     const lease = await stack.api.db.delivery.findUniqueOrThrow({ where: { id: cancelled!.id }, select: { leasedUntil: true } });
     expect(lease.leasedUntil!.getTime()).toBeGreaterThan(Date.now());
-    const deliver = stack.engine.queues.queue('deliver');
     await until(
-      async () => (await deliver.getJobs(['active', 'waiting', 'prioritized', 'delayed'])).filter((j) => (j.data.deliveryIds as string[]).includes(cancelled!.id)).length,
+      async () => (await stack.engine.queues.jobs('deliver', ['active', 'waiting', 'prioritized', 'delayed'])).filter((j) => (j.data.deliveryIds as string[]).includes(cancelled!.id)).length,
       (n) => n === 0,
       5_000,
     );

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { createLogger } from '@gatehook/core/logger';
 import { createDb, type Db } from '@gatehook/db/client';
 import { MAX_FANOUT_ATTEMPTS } from '@gatehook/delivery/fanout-parking';
-import { DeliveryQueues, waitingJobId } from '@gatehook/delivery/jobs';
+import { DeliveryQueues, queuePrefix, shardOf, waitingJobId } from '@gatehook/delivery/jobs';
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { until } from '@gatehook/testkit/until';
@@ -25,12 +25,12 @@ beforeAll(async () => {
   redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
   queues = new DeliveryQueues(redis, prefix);
   // No grace: everything committed counts as lost at once.
-  deps = { db, redis, queues, prefix, intervalMs: 1, batchLingerMs: 200, logger: createLogger({ name: 'test', level: 'silent' }), grace: { eventsMs: 0, deliveriesMs: 0 } };
+  deps = { db, queues, intervalMs: 1, batchLingerMs: 200, logger: createLogger({ name: 'test', level: 'silent' }), grace: { eventsMs: 0, deliveriesMs: 0 } };
   // The client's first query loads Prisma's query compiler: seconds on a busy machine, paid here once.
   await reconcileOnce(deps);
 });
 afterAll(async () => {
-  for (const name of ['fanout', 'batch', 'deliver', 'task'] as const) await queues.queue(name).obliterate({ force: true });
+  for (const name of ['fanout', 'batch', 'deliver', 'task'] as const) await queues.obliterate(name);
   await queues.close();
   await redis.quit();
   await db.$disconnect();
@@ -49,7 +49,7 @@ async function webhookRow(): Promise<{ orgId: string; webhookId: string }> {
 
 /** Distinct ids of the deliver jobs that name a delivery, whatever their state. */
 async function deliverJobsOf(deliveryId: string): Promise<string[]> {
-  const jobs = await queues.queue('deliver').getJobs(['active', 'waiting', 'prioritized', 'delayed', 'failed']);
+  const jobs = await queues.jobs('deliver', ['active', 'waiting', 'prioritized', 'delayed', 'failed']);
   return [...new Set(jobs.filter((j) => (j.data.deliveryIds as string[]).includes(deliveryId)).map((j) => j.id!))];
 }
 
@@ -84,7 +84,7 @@ describe('deliveries put back by the reconciler', () => {
     const connection = redis.duplicate();
     const worker = new Worker('deliver', async () => {
       throw new UnrecoverableError('database down');
-    }, { connection, prefix });
+    }, { connection, prefix: queuePrefix(prefix, 'deliver', shardOf(id, queues.shards)) });
     await until(() => deliverJobsOf(id), (ids) => ids.length === 0, 10_000);
     await worker.close();
     await connection.quit();
@@ -112,7 +112,7 @@ describe('events put back by the reconciler', () => {
     });
 
     for (let round = 0; round < 3; round++) await reconcileOnce(deps);
-    const jobs = (await queues.queue('fanout').getJobs(['waiting', 'prioritized', 'delayed', 'active'])).filter((j) => j.data.orgId === orgId);
+    const jobs = (await queues.jobs('fanout', ['waiting', 'prioritized', 'delayed', 'active'])).filter((j) => j.data.orgId === orgId);
     expect(jobs.map((j) => j.data).sort((a, b) => b.eventIds.length - a.eventIds.length)).toEqual([
       { orgId, eventIds: [fresh1, fresh2], recovered: true },
       { orgId, eventIds: [suspect], recovered: true },

@@ -77,6 +77,17 @@ describe('ConfigCache', () => {
     expect(await cache.get('k')).toBe(7);
   });
 
+  it('does not keep a value its keep rule refuses (an organisation with no webhooks yet): the next call sees a new one', async () => {
+    let rows: string[] = [];
+    const cache = new ConfigCache<string[]>({ max: 10, ttlMs: 60_000, load: async () => [...rows], keep: (v) => v !== null && v.length > 0 });
+    expect(await cache.get('org')).toEqual([]);
+    expect(cache.peek('org')).toBeUndefined();
+    rows = ['first webhook'];
+    expect(await cache.get('org')).toEqual(['first webhook']);
+    rows = ['first webhook', 'second'];
+    expect(await cache.get('org')).toEqual(['first webhook']);
+  });
+
   it('keeps missing values apart when missMax is set: a flood of unknown keys never evicts a value that exists', async () => {
     const loads: string[] = [];
     const cache = new ConfigCache<string>({ max: 3, missMax: 2, ttlMs: 60_000, load: async (k) => (loads.push(k), k.startsWith('known') ? k : null) });

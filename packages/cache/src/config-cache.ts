@@ -13,6 +13,8 @@ export interface ConfigCacheOptions<V> {
    * random API keys from unauthenticated traffic) then evict only each other, never a value that exists.
    */
   missMax?: number;
+  /** Whether a loaded value is kept; one that is not answers its caller and the next call loads again. */
+  keep?: (value: V | null) => boolean;
 }
 
 type Entry<V> = { value: V | null };
@@ -59,7 +61,7 @@ export class ConfigCache<V> {
     const promise = this.options
       .load(key)
       .then((value) => {
-        if (this.epoch === epoch) (value === null ? this.misses : this.entries).set(key, { value });
+        if (this.epoch === epoch && (this.options.keep?.(value) ?? true)) (value === null ? this.misses : this.entries).set(key, { value });
         return value;
       })
       .finally(() => {

@@ -1,4 +1,7 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+
+/** A connection to one Redis or to a cluster (packages/core/src/redis.ts makes them). */
+type Connection = Redis | Cluster;
 
 /** The pub/sub channel of one topic of cached configuration (`webhooks`, `api-keys`, ...). */
 export function invalidationChannel(prefix: string, topic: string): string {
@@ -9,7 +12,7 @@ export function invalidationChannel(prefix: string, topic: string): string {
  * Tells every process that the entries `keys` of `topic` changed, so each drops its cached copy at once. Call it
  * after the change commits. When Redis is unreachable the message is lost; caches then refresh within their TTL.
  */
-export async function publishInvalidation(redis: Redis, prefix: string, topic: string, keys: readonly string[]): Promise<void> {
+export async function publishInvalidation(redis: Connection, prefix: string, topic: string, keys: readonly string[]): Promise<void> {
   if (keys.length === 0) return;
   await redis.publish(invalidationChannel(prefix, topic), keys.join('\n'));
 }
@@ -31,7 +34,7 @@ export class InvalidationBus {
 
   /** `subscriber` is a connection of its own (a subscribed ioredis connection can do nothing else). */
   constructor(
-    private readonly subscriber: Redis,
+    private readonly subscriber: Connection,
     private readonly prefix: string,
   ) {
     subscriber.on('message', (channel: string, message: string) => {
@@ -49,6 +52,14 @@ export class InvalidationBus {
       this.resetAll();
       void this.confirmSubscriptions();
     });
+    // A cluster client keeps its subscriptions on one node and moves them to another when that node leaves (a
+    // failover, a resharding): messages published meanwhile are missed, so a change of nodes clears every cache.
+    if ('nodes' in subscriber) {
+      subscriber.on('-node', () => {
+        this.resetAll();
+        void this.confirmSubscriptions();
+      });
+    }
   }
 
   /** Subscribes again to every topic (a no-op for Redis if ioredis already did) and clears once confirmed. */

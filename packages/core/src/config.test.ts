@@ -1,5 +1,6 @@
 import { ConfigError, DEVELOPMENT_ENCRYPTION_KEY, openMetricsWarning, parseConfig } from '@gatehook/core/config';
 import { generateEncryptionKey } from '@gatehook/core/encryption';
+import { parseSeed, redisTarget } from '@gatehook/core/redis';
 
 describe('parseConfig', () => {
   it('applies the contract defaults', () => {
@@ -78,5 +79,19 @@ describe('parseConfig', () => {
     }
     expect(openMetricsWarning({ NODE_ENV: 'production', METRICS_TOKEN: token })).toBeNull();
     expect(openMetricsWarning({ NODE_ENV: 'production' })).toMatch(/METRICS_TOKEN is not set/);
+  });
+
+  it('reads REDIS_CLUSTER_NODES as seed URLs (then REDIS_URL is ignored), and keeps REDIS_PREFIX free of hash tags', () => {
+    const config = parseConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: 'redis://10.0.0.1:7000, rediss://gh:p%40ss@redis-b.internal:6380' });
+    expect(config.REDIS_CLUSTER_NODES).toEqual(['redis://10.0.0.1:7000', 'rediss://gh:p%40ss@redis-b.internal:6380']);
+    expect(redisTarget(config)).toEqual({ url: 'redis://127.0.0.1:6379', clusterNodes: config.REDIS_CLUSTER_NODES });
+    expect(parseSeed(config.REDIS_CLUSTER_NODES[1]!)).toEqual({ host: 'redis-b.internal', port: 6380, username: 'gh', password: 'p@ss', tls: true });
+    expect(redisTarget(parseConfig({ NODE_ENV: 'test' }))).toEqual({ url: 'redis://127.0.0.1:6379' });
+    expect(parseConfig({ NODE_ENV: 'test' }).DELIVERY_QUEUE_SHARDS).toBe(8);
+    expect(() => parseConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: 'http://10.0.0.1:7000' })).toThrow(/REDIS_CLUSTER_NODES: http:\/\/10.0.0.1:7000: must be redis:\/\/ or rediss:\/\//);
+    expect(() => parseConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: 'nonsense' })).toThrow(/REDIS_CLUSTER_NODES: nonsense: not a URL/);
+    expect(() => parseConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: 'http://gh:s3cret@10.0.0.1:7000' })).toThrow('http://gh:***@10.0.0.1:7000: must be');
+    expect(() => parseConfig({ NODE_ENV: 'test', REDIS_PREFIX: '{gatehook}' })).toThrow(/REDIS_PREFIX/);
+    expect(() => parseConfig({ NODE_ENV: 'test', DELIVERY_QUEUE_SHARDS: '0' })).toThrow(/DELIVERY_QUEUE_SHARDS/);
   });
 });

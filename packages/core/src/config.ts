@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { MIN_METRICS_TOKEN_LENGTH } from './metrics-auth';
+import { parseSeed } from './redis';
 
 /**
  * Fixed key used only when NODE_ENV is explicitly `development` or `test`, so that `pnpm start` (which sets
@@ -22,12 +23,35 @@ const retrySchedule = z
     return seconds;
   });
 
+/** REDIS_CLUSTER_NODES: comma-separated seed URLs, each `redis://host:port` or `rediss://user:pass@host:port`. */
+const clusterNodes = z.string().transform((value, ctx) => {
+  const urls = value.split(',').map((u) => u.trim()).filter((u) => u !== '');
+  for (const url of urls) {
+    try {
+      parseSeed(url);
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      return z.NEVER;
+    }
+  }
+  return urls;
+});
+
 const envSchema = z.object({
   // Unset is treated as production: a deployment that forgot NODE_ENV must not fall back to the development key.
   NODE_ENV: z.enum(['development', 'test', 'production']).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DATABASE_URL: z.string().min(1).default('postgresql://postgres@127.0.0.1:5432/gatehook'),
   REDIS_URL: z.string().min(1).default('redis://127.0.0.1:6379'),
+  /** When set, every connection is a Redis Cluster client seeded by these URLs and REDIS_URL is ignored (CONTRACT 16). */
+  REDIS_CLUSTER_NODES: clusterNodes.default([]),
+  /** The deliver and fan-out work is spread over this many queues, each with a hash tag of its own (CONTRACT 16). */
+  DELIVERY_QUEUE_SHARDS: integer(1, 256).default(8),
+  /**
+   * A worker whose queue has jobs waiting, while it has free concurrency and has taken none of them for this long,
+   * recreates that queue's worker (its blocking connection stopped taking jobs).
+   */
+  QUEUE_WATCHDOG_MS: integer(500, 3_600_000).default(30_000),
   PORT: integer(0, 65535).default(3000),
   WORKER_PORT: integer(0, 65535).default(3001),
   REDIS_PREFIX: z

@@ -11,7 +11,7 @@ const redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
 const queues = new DeliveryQueues(redis, prefix);
 
 afterAll(async () => {
-  await queues.queue('deliver').obliterate({ force: true });
+  await queues.obliterate('deliver');
   await queues.close();
   await redis.quit();
 });
@@ -38,10 +38,10 @@ function controlledRunner(capacity = 10) {
   return { runner, given, finish, admission };
 }
 
-const queuedIds = async () => (await queues.queue('deliver').getJobs(['waiting', 'delayed'])).flatMap((j) => j.data.deliveryIds as string[]).sort();
+const queuedIds = async () => (await queues.jobs('deliver', ['waiting', 'delayed'])).flatMap((j) => j.data.deliveryIds as string[]).sort();
 
 describe('LocalDispatcher', () => {
-  beforeEach(() => queues.queue('deliver').obliterate({ force: true }));
+  beforeEach(() => queues.obliterate('deliver'));
 
   it('runs fresh deliveries in the process while the runner has room for them, and queues them past it', async () => {
     const { runner, given, finish, admission } = controlledRunner(2);
@@ -134,7 +134,7 @@ describe('LocalDispatcher', () => {
     await dispatcher.dispatch(ids);
     expect(given).toEqual([]);
     expect(await queuedIds()).toEqual([...ids].sort());
-    expect(await queues.queue('deliver').count()).toBe(2);
+    expect((await queues.jobs('deliver', ['waiting', 'delayed', 'prioritized'])).length).toBe(2);
     await dispatcher.close();
   });
 });

@@ -3,14 +3,15 @@ import { once } from 'node:events';
 import { UnrecoverableError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
-import { DeliveryQueues } from './jobs';
+import { DeliveryQueues, queuePrefix, shardOf, waitingJobId } from './jobs';
 
 const prefix = `test_${randomBytes(6).toString('hex')}`;
 const redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
 const queues = new DeliveryQueues(redis, prefix);
 
 afterAll(async () => {
-  await queues.queue('fanout').obliterate({ force: true });
+  await queues.obliterate('fanout');
+  await queues.obliterate('deliver');
   await queues.close();
   await redis.quit();
 });
@@ -19,7 +20,9 @@ describe('DeliveryQueues', () => {
   it('a deduplicated fan-out does not stack on a waiting copy, but goes in again once that copy failed for good', async () => {
     const orgId = randomUUID();
     const ids = [randomUUID(), randomUUID()];
-    const fanout = queues.queue('fanout');
+    // A chunk's copies go to the shard of its first event, where its deduplication id lives.
+    const shard = shardOf(ids[0]!, queues.shards);
+    const fanout = queues.queue('fanout', shard);
     await queues.fanout(orgId, ids, { recovered: true });
     await queues.fanout(orgId, ids, { recovered: true });
     expect(await fanout.getWaitingCount()).toBe(1);
@@ -28,7 +31,7 @@ describe('DeliveryQueues', () => {
     const connection = redis.duplicate();
     const worker = new Worker('fanout', async () => {
       throw new UnrecoverableError('database down');
-    }, { connection, prefix });
+    }, { connection, prefix: queuePrefix(prefix, 'fanout', shard) });
     await once(worker, 'failed');
     await worker.close();
     await connection.quit();
@@ -41,7 +44,6 @@ describe('DeliveryQueues', () => {
 
   it('merges concurrent fan-out enqueues into one job per organisation, and close waits for them', async () => {
     const own = new DeliveryQueues(redis, `test_${randomBytes(6).toString('hex')}`);
-    const fanout = own.queue('fanout');
     const [a, b] = [randomUUID(), randomUUID()];
     const event = (orgId: string) => ({ orgId, id: randomUUID() });
     // The first call goes out alone; the four made while it is in flight go out together, one job per organisation.
@@ -50,13 +52,34 @@ describe('DeliveryQueues', () => {
     const calls = [own.fanoutMerged(first), ...later.map((events) => own.fanoutMerged(events))];
     await own.close();
     await Promise.all(calls);
-    const jobs = await fanout.getWaiting();
+    const cleanup = new DeliveryQueues(redis, own.prefix);
+    const jobs = await cleanup.jobs('fanout', ['waiting']);
     const idsOf = (orgId: string) => jobs.filter((j) => j.data.orgId === orgId).map((j) => (j.data.eventIds as string[]).slice().sort());
     const expected = (orgId: string, events: { orgId: string; id: string }[]) => events.filter((e) => e.orgId === orgId).map((e) => e.id).sort();
     expect(jobs).toHaveLength(3);
     expect(idsOf(a)).toEqual(expect.arrayContaining([expected(a, first), expected(a, later.flat())]));
     expect(idsOf(b)).toEqual([expected(b, later.flat())]);
-    await fanout.obliterate({ force: true });
-    await fanout.close();
+    await cleanup.obliterate('fanout');
+    await cleanup.close();
+  });
+
+  it('spreads deliver jobs over hash-tagged shards, a delivery\'s waiting job always on the shard of its id', async () => {
+    expect(queuePrefix('gatehook', 'deliver', 3)).toBe('{gatehook:deliver:3}');
+    expect(queuePrefix('gatehook', 'batch')).toBe('{gatehook:batch}');
+    const ids = Array.from({ length: 64 }, () => randomUUID());
+    await queues.deliverLater(ids.map((id) => ({ id, dueAt: new Date(Date.now() + 60_000) })));
+    await queues.deliverLater(ids.map((id) => ({ id, dueAt: new Date(Date.now() + 60_000) })));
+    const used = new Set<number>();
+    for (const id of ids) {
+      const shard = shardOf(id, queues.shards);
+      used.add(shard);
+      const job = await queues.queue('deliver', shard).getJob(waitingJobId(id));
+      expect(job?.data.deliveryIds).toEqual([id]);
+    }
+    // One waiting job per delivery, however often it is put back, and more than one shard in use.
+    expect((await queues.jobs('deliver', ['delayed'])).length).toBe(ids.length);
+    expect(used.size).toBeGreaterThan(1);
+    // The same id picks the same shard in every process and version.
+    expect(shardOf('0192f0c4-5a7e-7000-8000-000000000000', 8)).toBe(shardOf('0192f0c4-5a7e-7000-8000-000000000000', 8));
   });
 });

@@ -1,8 +1,10 @@
-import { createHash } from 'node:crypto';
-import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Queue, type Job, type JobsOptions, type JobType } from 'bullmq';
 import { z } from 'zod';
 import { within } from '@gatehook/core/readiness';
+import type { RedisConnection } from '@gatehook/core/redis';
 import { GroupCommit } from '@gatehook/db/group-commit';
 
 /** Longest a merged fan-out enqueue may take before its events are left to the reconciler. */
@@ -54,6 +56,53 @@ export const JOBS = {
 export type JobName = keyof typeof JOBS;
 export type JobData<N extends JobName> = z.output<(typeof JOBS)[N]>;
 
+/** The queues whose work is spread over DELIVERY_QUEUE_SHARDS queues; batch flushes and task steps are few. */
+export const SHARDED_QUEUES: ReadonlySet<JobName> = new Set<JobName>(['fanout', 'deliver']);
+
+/**
+ * The BullMQ prefix of a queue (or of one shard of it): the deployment's REDIS_PREFIX, the queue and the shard in
+ * one hash tag, e.g. `{gatehook:deliver:3}`. BullMQ keeps every key of one queue in one Redis Cluster slot (its
+ * scripts touch several), so the tag is per queue and per shard: a cluster spreads the shards over its masters,
+ * and nothing of the deployment is forced into one slot. Every key still starts with `{REDIS_PREFIX`.
+ */
+export function queuePrefix(prefix: string, name: string, shard?: number): string {
+  return shard === undefined ? `{${prefix}:${name}}` : `{${prefix}:${name}:${shard}}`;
+}
+
+/**
+ * The shard of an id (FNV-1a, 32 bits): the same in every process and every version, so a job whose id names a
+ * delivery (its waiting job `d.<id>.wait`) always lands in the same queue and its deduplication holds.
+ */
+export function shardOf(id: string, shards: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < id.length; i += 1) {
+    hash ^= id.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % shards;
+}
+
+const ROUND_TRIP = readFileSync(path.join(__dirname, 'lua/round-trip-1.lua'), 'utf8');
+
+/**
+ * Readiness of queues (CONTRACT 16): for each, a script that writes and reads back a key in the queue's slot, and
+ * BullMQ's own count script over the queue's keys (which fails with CROSSSLOT when a queue's keys span slots).
+ * Rejects when any queue fails; the caller bounds the time.
+ */
+export async function queueRoundTrip(queues: readonly Queue[]): Promise<void> {
+  await Promise.all(
+    queues.map(async (queue) => {
+      const client = (await queue.getBackend().client) as unknown as RedisConnection;
+      const token = randomUUID();
+      const [read] = await Promise.all([client.eval(ROUND_TRIP, 1, `${queue.opts.prefix}:${queue.name}:readyz`, token), queue.getJobCounts('wait')]);
+      if (read !== token) throw new Error(`queue ${queue.opts.prefix}:${queue.name}: the round trip read back ${String(read)}`);
+    }),
+  );
+}
+
+/** DELIVERY_QUEUE_SHARDS' default. */
+export const DEFAULT_QUEUE_SHARDS = 8;
+
 const defaultJobOptions: JobsOptions = {
   // Processor crashes (a database hiccup) are retried by BullMQ; the state machine's own retries are delays.
   attempts: 5,
@@ -95,21 +144,29 @@ export interface CommittedEvent {
   id: string;
 }
 
+type BulkJob = { name: string; data: unknown; opts?: JobsOptions };
+
 /** Fan-out jobs for committed events, in chunks of at most 1000 ids (or `chunk`); see {@link DeliveryQueues.fanout}. */
-function fanoutJobs(orgId: string, eventIds: readonly string[], opts: { recovered?: boolean; chunk?: number } = {}) {
+function fanoutJobs(orgId: string, eventIds: readonly string[], opts: { recovered?: boolean; chunk?: number } = {}): (BulkJob & { key: string })[] {
   const size = Math.min(Math.max(1, opts.chunk ?? 1000), 1000);
   const jobs = [];
   for (let i = 0; i < eventIds.length; i += size) {
     const chunk = eventIds.slice(i, i + size);
     const data: JobData<'fanout'> = opts.recovered ? { orgId, eventIds: chunk, recovered: true } : { orgId, eventIds: chunk };
-    jobs.push({ name: 'fanout', data, opts: opts.recovered ? { deduplication: { id: listId('f', chunk) } } : {} });
+    // The shard follows the chunk's first event: a reconciler copy of a chunk meets its deduplication id there.
+    jobs.push({ name: 'fanout', data, opts: opts.recovered ? { deduplication: { id: listId('f', chunk) } } : {}, key: chunk[0]! });
   }
   return jobs;
 }
 
-/** Producer side of the catalogue. One instance per process; `close()` is safe to call twice. */
+/**
+ * Producer side of the catalogue. One instance per process; `close()` is safe to call twice. Fan-out and deliver
+ * jobs go to one of `shards` queues each (by the job's first event or delivery id, see {@link shardOf}); the
+ * worker consumes every shard.
+ */
 export class DeliveryQueues {
-  private readonly queues: { [N in JobName]: Queue };
+  private readonly queues: { [N in JobName]: Queue[] };
+  readonly shards: number;
   private closed = false;
   /** Fan-out enqueues of concurrent callers, merged: one addBulk in flight, the next gathering meanwhile ({@link fanoutMerged}). */
   private readonly merged = new GroupCommit<readonly CommittedEvent[], void>((items) => this.enqueueMerged(items), {
@@ -119,14 +176,73 @@ export class DeliveryQueues {
   });
   private readonly mergedInFlight = new Set<Promise<void>>();
 
-  constructor(connection: Redis, prefix: string) {
-    const make = (name: JobName) => new Queue(name, { connection, prefix, defaultJobOptions });
+  constructor(
+    connection: RedisConnection,
+    /** REDIS_PREFIX. */
+    readonly prefix: string,
+    options: { shards?: number } = {},
+  ) {
+    this.shards = options.shards ?? DEFAULT_QUEUE_SHARDS;
+    const make = (name: JobName) =>
+      SHARDED_QUEUES.has(name)
+        ? Array.from({ length: this.shards }, (_, shard) => new Queue(name, { connection, prefix: queuePrefix(prefix, name, shard), defaultJobOptions }))
+        : [new Queue(name, { connection, prefix: queuePrefix(prefix, name), defaultJobOptions })];
     this.queues = { fanout: make('fanout'), batch: make('batch'), deliver: make('deliver'), task: make('task') };
   }
 
-  /** The underlying queues, for metrics and tests. */
-  queue(name: JobName): Queue {
+  /** One queue (one shard of a sharded one), for tests. */
+  queue(name: JobName, shard = 0): Queue {
+    return this.queues[name][shard]!;
+  }
+
+  /** Every queue of a name: its shards, or the one queue. */
+  shardsOf(name: JobName): readonly Queue[] {
     return this.queues[name];
+  }
+
+  /** Every queue of the catalogue. */
+  all(): Queue[] {
+    return Object.values(this.queues).flat();
+  }
+
+  /** The jobs of a name in these states, over all its shards. */
+  async jobs(name: JobName, states: JobType[]): Promise<Job[]> {
+    return (await Promise.all(this.queues[name].map((q) => q.getJobs(states)))).flat();
+  }
+
+  /** Job counts of a name over all its shards. */
+  async counts(name: JobName, ...states: JobType[]): Promise<Record<string, number>> {
+    const all = await Promise.all(this.queues[name].map((q) => q.getJobCounts(...states)));
+    const sum: Record<string, number> = {};
+    for (const counts of all) for (const [state, n] of Object.entries(counts)) sum[state] = (sum[state] ?? 0) + n;
+    return sum;
+  }
+
+  /** Readiness: a round trip through every queue ({@link queueRoundTrip}). */
+  roundTrip(): Promise<void> {
+    return queueRoundTrip(this.all());
+  }
+
+  /** Removes every job of a name (tests). */
+  async obliterate(name: JobName): Promise<void> {
+    await Promise.all(this.queues[name].map((q) => q.obliterate({ force: true })));
+  }
+
+  private queueFor(name: JobName, key: string): Queue {
+    const queues = this.queues[name];
+    return queues.length === 1 ? queues[0]! : queues[shardOf(key, queues.length)]!;
+  }
+
+  /** Adds jobs each to the shard of its key, one addBulk per shard. */
+  private async addSharded(name: JobName, jobs: readonly (BulkJob & { key: string })[]): Promise<void> {
+    const byQueue = new Map<Queue, BulkJob[]>();
+    for (const { key, ...job } of jobs) {
+      const queue = this.queueFor(name, key);
+      const list = byQueue.get(queue);
+      if (list) list.push(job);
+      else byQueue.set(queue, [job]);
+    }
+    await Promise.all([...byQueue].map(([queue, list]) => queue.addBulk(list)));
   }
 
   /**
@@ -135,7 +251,7 @@ export class DeliveryQueues {
    */
   async fanout(orgId: string, eventIds: readonly string[], opts: { recovered?: boolean; chunk?: number } = {}): Promise<void> {
     const jobs = fanoutJobs(orgId, eventIds, opts);
-    if (jobs.length > 0) await this.queues.fanout.addBulk(jobs);
+    if (jobs.length > 0) await this.addSharded('fanout', jobs);
   }
 
   /**
@@ -160,7 +276,7 @@ export class DeliveryQueues {
       else byOrg.set(orgId, [id]);
     }
     const jobs = [...byOrg].flatMap(([orgId, ids]) => fanoutJobs(orgId, ids));
-    await within(this.queues.fanout.addBulk(jobs), ENQUEUE_TIMEOUT_MS);
+    await within(this.addSharded('fanout', jobs), ENQUEUE_TIMEOUT_MS);
     return items.map(() => undefined);
   }
 
@@ -170,7 +286,7 @@ export class DeliveryQueues {
    */
   async flushBatch(webhookId: string, delayMs: number, bucket: string | number, orgId?: string): Promise<void> {
     const data: JobData<'batch'> = orgId ? { webhookId, orgId } : { webhookId };
-    await this.queues.batch.add('batch', data, { jobId: `b.${webhookId}.${bucket}`, delay: Math.max(0, delayMs) });
+    await this.queueFor('batch', webhookId).add('batch', data, { jobId: `b.${webhookId}.${bucket}`, delay: Math.max(0, delayMs) });
   }
 
   /**
@@ -179,7 +295,7 @@ export class DeliveryQueues {
    */
   async deliver(deliveryId: string, dueAt: Date, orgId?: string): Promise<void> {
     const data = deliverData([deliveryId], orgId);
-    await this.queues.deliver.add('deliver', data, {
+    await this.queueFor('deliver', deliveryId).add('deliver', data, {
       jobId: deliverJobId(deliveryId, dueAt),
       delay: Math.max(0, dueAt.getTime() - Date.now()),
     });
@@ -193,11 +309,13 @@ export class DeliveryQueues {
    */
   async deliverLater(deliveries: readonly { id: string; dueAt: Date; orgId?: string }[], orgId?: string): Promise<void> {
     if (deliveries.length === 0) return;
-    await this.queues.deliver.addBulk(
+    await this.addSharded(
+      'deliver',
       deliveries.map((d) => ({
         name: 'deliver',
         data: deliverData([d.id], d.orgId ?? orgId),
         opts: { jobId: waitingJobId(d.id), delay: Math.max(0, d.dueAt.getTime() - Date.now()), removeOnFail: true },
+        key: d.id,
       })),
     );
   }
@@ -206,10 +324,10 @@ export class DeliveryQueues {
   async deliverNow(deliveryIds: readonly string[], orgId?: string): Promise<void> {
     const jobs = [];
     for (let i = 0; i < deliveryIds.length; i += DELIVER_CHUNK) {
-      const data = deliverData(deliveryIds.slice(i, i + DELIVER_CHUNK), orgId);
-      jobs.push({ name: 'deliver', data });
+      const chunk = deliveryIds.slice(i, i + DELIVER_CHUNK);
+      jobs.push({ name: 'deliver', data: deliverData(chunk, orgId), key: chunk[0]! });
     }
-    if (jobs.length > 0) await this.queues.deliver.addBulk(jobs);
+    if (jobs.length > 0) await this.addSharded('deliver', jobs);
   }
 
   /**
@@ -222,11 +340,11 @@ export class DeliveryQueues {
     for (const slot of slots) {
       const opts: JobsOptions = { delay: Math.max(0, slot.dueAt.getTime() - now), priority: TASK_DELIVER_PRIORITY };
       for (let i = 0; i < slot.ids.length; i += DELIVER_CHUNK) {
-        const data = deliverData(slot.ids.slice(i, i + DELIVER_CHUNK), orgId);
-        jobs.push({ name: 'deliver', data, opts });
+        const chunk = slot.ids.slice(i, i + DELIVER_CHUNK);
+        jobs.push({ name: 'deliver', data: deliverData(chunk, orgId), opts, key: chunk[0]! });
       }
     }
-    if (jobs.length > 0) await this.queues.deliver.addBulk(jobs);
+    if (jobs.length > 0) await this.addSharded('deliver', jobs);
   }
 
   /**
@@ -235,7 +353,7 @@ export class DeliveryQueues {
    */
   async taskStep(taskId: string, dueAt: Date, key?: string): Promise<void> {
     const data: JobData<'task'> = { taskId };
-    await this.queues.task.add('task', data, {
+    await this.queueFor('task', taskId).add('task', data, {
       jobId: `t.${taskId}.${dueAt.getTime()}${key ? `.${key}` : ''}`,
       delay: Math.max(0, dueAt.getTime() - Date.now()),
     });
@@ -245,6 +363,6 @@ export class DeliveryQueues {
     if (this.closed) return;
     this.closed = true;
     await Promise.allSettled([...this.mergedInFlight]);
-    await Promise.allSettled(Object.values(this.queues).map((q) => q.close()));
+    await Promise.allSettled(this.all().map((q) => q.close()));
   }
 }

@@ -128,6 +128,10 @@ export class WebhookConfigs {
       max: options.max ?? 10_000,
       ttlMs: options.ttlMs ?? WEBHOOK_CONFIG_TTL_MS,
       load: async (orgId) => (await loadOrgWebhooks(pool, orgId)).map((w) => toLiveWebhook(w, box, options.logger)),
+      // An organisation without webhooks is not kept: its first webhook must be seen by the next fan-out, not after
+      // the invalidation message travels (on a cluster, through another node) to this worker. Such a load is one
+      // indexed query that finds nothing.
+      keep: (webhooks) => webhooks !== null && webhooks.length > 0,
     });
   }
 

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gatehook/core/redis';
 import { LRUCache } from 'lru-cache';
 import { publishInvalidation, type InvalidationBus } from '@gatehook/cache/invalidation';
 import type { RateLimitRule } from '@gatehook/core/rate-limit-rule-schema';
@@ -14,7 +14,7 @@ export const RULES_TOPIC = 'rate-limit-rules';
  * Tells every process that an organisation's rules changed, so each drops its cached copy at once. Call it after
  * the change commits. When Redis is unreachable the message is lost; caches then refresh within their TTL.
  */
-export function announceRulesChanged(redis: Redis, prefix: string, orgId: string): Promise<void> {
+export function announceRulesChanged(redis: RedisConnection, prefix: string, orgId: string): Promise<void> {
   return publishInvalidation(redis, prefix, RULES_TOPIC, [orgId]);
 }
 

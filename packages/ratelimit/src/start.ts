@@ -1,6 +1,6 @@
-import { Redis } from 'ioredis';
 import { InvalidationBus } from '@gatehook/cache/invalidation';
 import { within } from '@gatehook/core/readiness';
+import { connectRedis, type RedisConnection, type RedisTarget } from '@gatehook/core/redis';
 import { closeRedis } from '@gatehook/core/service';
 import { RateLimiter, type ExceededEvent, type FailMode } from './limiter';
 import { RuleCache, type LimiterLogger, type RuleSource } from './rule-cache';
@@ -11,7 +11,8 @@ import type { CounterStore } from './stores/store';
 export interface StartRateLimiterOptions {
   /** Active rules of an organisation, e.g. `(orgId) => loadActiveRules(db, orgId)` from @gatehook/db. */
   source: RuleSource;
-  redisUrl: string;
+  /** Where Redis is: `{ url }`, or a cluster's seeds (`redisTarget(config)` of @gatehook/core/redis). */
+  redis: RedisTarget;
   /** REDIS_PREFIX: counters and the invalidation channel live under it. */
   prefix: string;
   /** RATE_LIMIT_STORE: `memory` (per process, the default) or `redis` (one shared counter). */
@@ -51,17 +52,17 @@ export interface RunningRateLimiter {
  */
 export async function startRateLimiter(options: StartRateLimiterOptions): Promise<RunningRateLimiter> {
   const rules = new RuleCache({ source: options.source, ...(options.ruleCacheTtlMs ? { ttlMs: options.ruleCacheTtlMs } : {}), ...(options.logger ? { logger: options.logger } : {}) });
-  let ownBus: { bus: InvalidationBus; subscriber: Redis } | undefined;
+  let ownBus: { bus: InvalidationBus; subscriber: RedisConnection } | undefined;
   if (!options.bus) {
-    const subscriber = new Redis(options.redisUrl, { lazyConnect: true, maxRetriesPerRequest: null });
+    const subscriber = connectRedis(options.redis, { lazyConnect: true, maxRetriesPerRequest: null });
     subscriber.on('error', () => undefined);
     ownBus = { bus: new InvalidationBus(subscriber, options.prefix), subscriber };
   }
   const bus = options.bus ?? ownBus!.bus;
-  let commands: Redis | undefined;
+  let commands: RedisConnection | undefined;
   let store: CounterStore;
   if (options.store === 'redis') {
-    commands = new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, lazyConnect: true });
+    commands = connectRedis(options.redis, { enableOfflineQueue: false, maxRetriesPerRequest: 0, lazyConnect: true });
     commands.on('error', () => undefined);
     store = new RedisCounterStore(commands, { prefix: options.prefix, ...(options.redisTimeoutMs ? { timeoutMs: options.redisTimeoutMs } : {}) });
   } else {

@@ -2,7 +2,6 @@ import { closeRedis } from '@gatehook/core/service';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
-import { Redis } from 'ioredis';
 import { createApi } from '@gatehook/api/app';
 import { RenderPool } from '@gatehook/delivery/render/pool';
 import { startApiKeyCache } from '@gatehook/api/http/api-keys';
@@ -10,6 +9,7 @@ import { InvalidationBus } from '@gatehook/cache/invalidation';
 import { startConfiguredRateLimiter } from '@gatehook/api/services/rate-limit-check';
 import { parseConfig, type Config } from '@gatehook/core/config';
 import { SecretBox } from '@gatehook/core/encryption';
+import { connectRedis, redisTarget, type RedisConnection } from '@gatehook/core/redis';
 import { createLogger } from '@gatehook/core/logger';
 import type { Permission, Role } from '@gatehook/core/api-keys';
 import { issueApiKey } from '@gatehook/db/api-keys';
@@ -18,13 +18,13 @@ import { DeliveryQueues } from '@gatehook/delivery/jobs';
 import type { HostLookup } from '@gatehook/egress/address-policy';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import type { RateLimiter } from '@gatehook/ratelimit/limiter';
-import { TEST_DATABASE_URL, TEST_REDIS_URL } from './env';
+import { TEST_DATABASE_URL, TEST_REDIS_CLUSTER_NODES, TEST_REDIS_URL } from './env';
 
 export interface TestApi {
   baseUrl: string;
   config: Config;
   db: Db;
-  redis: Redis;
+  redis: RedisConnection;
   /** The limiter behind /rate-limits/check, e.g. to wait for its rate_limit.exceeded reports. */
   limiter: RateLimiter;
   /** Calls the API with a key; the body is sent as JSON unless it is a string. */
@@ -51,6 +51,7 @@ export function testConfig(env: Record<string, string> = {}): Config {
     NODE_ENV: 'test',
     // Tests hammer management routes; the throttling tests turn it on with their own values.
     API_RATE_LIMIT_PER_SECOND: '0',
+    ...(TEST_REDIS_CLUSTER_NODES ? { REDIS_CLUSTER_NODES: TEST_REDIS_CLUSTER_NODES } : {}),
     ...env,
   });
 }
@@ -60,10 +61,11 @@ export async function startTestApi(
 ): Promise<TestApi> {
   const config = options.config ?? testConfig(options.env);
   const db = createDb(config.DATABASE_URL, { poolSize: 4 });
-  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1 });
-  const queues = options.queues === false ? undefined : new DeliveryQueues(redis, config.REDIS_PREFIX);
+  const redis = connectRedis(redisTarget(config), { maxRetriesPerRequest: 1 });
+  redis.on('error', () => undefined);
+  const queues = options.queues === false ? undefined : new DeliveryQueues(redis, config.REDIS_PREFIX, { shards: config.DELIVERY_QUEUE_SHARDS });
   const egress = egressClientFromConfig(config);
-  const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+  const subscriber = connectRedis(redisTarget(config), { maxRetriesPerRequest: null });
   subscriber.on('error', () => undefined);
   const bus = new InvalidationBus(subscriber, config.REDIS_PREFIX);
   const apiKeys = await startApiKeyCache(config, db, bus);

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gatehook/core/redis';
 import type { Config } from '@gatehook/core/config';
 import { within } from '@gatehook/core/readiness';
 import { ConfigCache } from '@gatehook/cache/config-cache';
@@ -42,7 +42,7 @@ export class ApiKeyCache {
 }
 
 /** Tells every API process that these keys changed (revoked, role or permissions). Call after the change commits. */
-export function announceApiKeyChange(redis: Redis, prefix: string, keyHashes: readonly string[]): Promise<void> {
+export function announceApiKeyChange(redis: RedisConnection, prefix: string, keyHashes: readonly string[]): Promise<void> {
   return publishInvalidation(redis, prefix, API_KEYS_TOPIC, keyHashes);
 }
 

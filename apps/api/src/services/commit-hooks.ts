@@ -4,7 +4,7 @@ import { recordAuditEvent, type AuditEventInput } from '@gatehook/db/audit-event
 import type { Db, Prisma } from '@gatehook/db/client';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { WEBHOOKS_TOPIC } from '@gatehook/delivery/webhook-configs';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gatehook/core/redis';
 
 /** What the API does once a change it made has committed. Neither hook ever fails the request. */
 export interface CommitHooks {
@@ -14,7 +14,7 @@ export interface CommitHooks {
   eventsRecorded(orgId: string, ids: readonly string[]): Promise<void>;
 }
 
-export function commitHooks(deps: { redis: Redis; prefix: string; queues?: DeliveryQueues | undefined; logger?: Logger }): CommitHooks {
+export function commitHooks(deps: { redis: RedisConnection; prefix: string; queues?: DeliveryQueues | undefined; logger?: Logger }): CommitHooks {
   const warn = (what: string) => (error: unknown) => deps.logger?.warn({ err: (error as Error).message }, `${what} failed after commit; caches expire and the reconciler catches up`);
   return {
     webhooksChanged: (orgId) => publishInvalidation(deps.redis, deps.prefix, WEBHOOKS_TOPIC, [orgId]).catch(warn('webhook invalidation')),

@@ -1,3 +1,4 @@
+import { redisTarget } from '@gatehook/core/redis';
 import type { InvalidationBus } from '@gatehook/cache/invalidation';
 import type { Config } from '@gatehook/core/config';
 import type { DecisionView } from '@gatehook/core/rate-limit-rule-schema';
@@ -72,7 +73,7 @@ export function startConfiguredRateLimiter(
 ): Promise<RunningRateLimiter> {
   return startRateLimiter({
     source: (orgId) => loadActiveRules(db, orgId),
-    redisUrl: config.REDIS_URL,
+    redis: redisTarget(config),
     prefix: config.REDIS_PREFIX,
     store: config.RATE_LIMIT_STORE,
     failMode: config.RATE_LIMIT_FAIL_MODE,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gatehook/core/redis';
 import { compileCallCondition } from '@gatehook/conditions/call-condition';
 import { notFound, validationError } from '@gatehook/core/errors';
 import type { Logger } from '@gatehook/core/logger';
@@ -26,7 +26,7 @@ import { issuesToDetails } from '../http/validation';
 export interface RateLimitRuleDeps {
   db: Db;
   /** Where rule changes are announced so that every process drops its cached rules. */
-  redis: Redis;
+  redis: RedisConnection;
   redisPrefix: string;
   logger: Logger;
   /** After-commit fan-out of the audit events; absent in bare tests. */

@@ -1,5 +1,4 @@
-import { Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Job } from 'bullmq';
 import type { Logger } from '@gatehook/core/logger';
 import type { Db } from '@gatehook/db/client';
 import { overdueTasks } from '@gatehook/db/tasks';
@@ -7,19 +6,18 @@ import { JOBS, type DeliveryQueues } from '@gatehook/delivery/jobs';
 import { runTaskStep, type TaskDeps } from '@gatehook/delivery/tasks';
 
 /** Steps of different tasks run side by side; each is short (one page), so a few slots serve many tasks. */
-const TASK_CONCURRENCY = 2;
+export const TASK_CONCURRENCY = 2;
 const RECONCILE_LIMIT = 1000;
 
-/** The worker of the `task` queue: one job is one step (one page) of a recover or replay task. */
-export function createTaskWorker(deps: TaskDeps, options: { connection: Redis; prefix: string }): Worker {
-  return new Worker(
-    'task',
-    async (job: Job) => {
-      const { taskId } = JOBS.task.parse(job.data);
-      return runTaskStep(deps, taskId);
-    },
-    { ...options, concurrency: TASK_CONCURRENCY, lockDuration: deps.leaseMs },
-  );
+/**
+ * The processor of the `task` queue: one job is one step (one page) of a recover or replay task. Run it with
+ * {@link TASK_CONCURRENCY} and a lock of the task's lease (`deps.leaseMs`).
+ */
+export function taskProcessor(deps: TaskDeps): (job: Job) => Promise<unknown> {
+  return async (job: Job) => {
+    const { taskId } = JOBS.task.parse(job.data);
+    return runTaskStep(deps, taskId);
+  };
 }
 
 /**

@@ -1,17 +1,16 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { TEST_REDIS_URL } from '@gatehook/testkit/env';
+import { keysEverywhere, onEveryMaster, testRedis } from '@gatehook/testkit/redis';
 import type { CounterLimit } from '../consume';
 import { MemoryCounterStore } from './memory';
 import { RedisCounterStore } from './redis';
 
 const prefix = `test_${randomBytes(6).toString('hex')}`;
-const redis = new Redis(TEST_REDIS_URL);
+const redis = testRedis({ maxRetriesPerRequest: 1 });
 const store = new RedisCounterStore(redis, { prefix, timeoutMs: 2000 });
 
 afterAll(async () => {
-  const keys = await redis.keys(`${prefix}:*`);
-  if (keys.length > 0) await redis.del(...keys);
+  for (const key of await keysEverywhere(redis, `${prefix}:*`)) await redis.del(key);
   await redis.quit();
 });
 
@@ -50,7 +49,7 @@ describe('RedisCounterStore', () => {
     const serverNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     expect(Math.abs(decision.now - serverNow)).toBeLessThan(1000);
     expect(decision.outcomes.map((o) => o.resetAt - decision.now)).toEqual([5000, 60_000]);
-    const keys = (await redis.keys(`${prefix}:rl:{${orgId}}:*`)).sort();
+    const keys = (await keysEverywhere(redis, `${prefix}:rl:{${orgId}}:*`)).sort();
     expect(keys).toEqual([`${prefix}:rl:{${orgId}}:r1:`, `${prefix}:rl:{${orgId}}:r2:u`]);
     const ttl = await redis.pttl(keys[0]!);
     expect(ttl).toBeGreaterThan(0);
@@ -61,7 +60,7 @@ describe('RedisCounterStore', () => {
     const orgId = randomUUID();
     const batch = { orgId, owners: ['r'], keys: [''], limits: [{ calls: 2, windowMs: 60_000, deny: true }], cost: 1 };
     await store.checkAndConsume(batch);
-    await redis.script('FLUSH');
+    await onEveryMaster(redis, (node) => node.script('FLUSH'));
     const after = await store.checkAndConsume(batch);
     expect(after.outcomes[0]!.remaining).toBe(0);
   });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@gatehook/core/redis';
 import { counterKey } from '../counter-key';
 import type { CounterOutcome } from '../consume';
 import type { CounterBatch, CounterStore, StoreDecision } from './store';
@@ -37,7 +37,7 @@ export class RedisCounterStore implements CounterStore {
   private readonly timeoutMs: number;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisConnection,
     private readonly options: RedisStoreOptions,
   ) {
     this.timeoutMs = options.timeoutMs ?? 250;

@@ -1,0 +1,129 @@
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from './processes';
+
+const run = promisify(execFile);
+
+/** A Redis Cluster of local redis-server processes, started for tests; every process is stopped by its pid. */
+export interface TestRedisCluster {
+  /** Seed URLs, one per node, for REDIS_CLUSTER_NODES. */
+  seeds: string[];
+  /** The ports of the masters and of the replicas, as created. */
+  masters: number[];
+  replicas: number[];
+  dir: string;
+  /** The pid of the node on a port. */
+  pid(port: number): number;
+  /** Kills one node (SIGKILL, by pid): a master so killed is replaced by its replica, if it has one. */
+  kill(port: number): Promise<void>;
+  /** Stops every node (by pid) and removes the directory; safe to call twice. */
+  close(): Promise<void>;
+}
+
+async function cli(port: number, ...args: string[]): Promise<string> {
+  const { stdout } = await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 10_000 });
+  return stdout;
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function readPid(dir: string, port: number): number {
+  return Number(readFileSync(path.join(dir, `redis-${port}.pid`), 'utf8').trim());
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Starts `masters` masters with `replicasPerMaster` replicas each (redis-server --cluster-enabled, no persistence,
+ * daemonized with a pid file in a temp dir), creates the cluster and waits until every node says it is ok.
+ */
+export async function startRedisCluster(options: { masters?: number; replicasPerMaster?: number; nodeTimeoutMs?: number } = {}): Promise<TestRedisCluster> {
+  const masters = options.masters ?? 3;
+  const replicasPerMaster = options.replicasPerMaster ?? 0;
+  const count = masters * (1 + replicasPerMaster);
+  const dir = mkdtempSync(path.join(tmpdir(), 'gatehook-cluster-'));
+  const ports: number[] = [];
+  while (ports.length < count) {
+    const port = await freePort();
+    // The cluster bus listens on port + 10000: both must be free, and distinct from the other nodes'.
+    if (port + 10_000 > 65_535 || ports.includes(port)) continue;
+    ports.push(port);
+  }
+  const stopAll = async () => {
+    for (const port of ports) {
+      const file = path.join(dir, `redis-${port}.pid`);
+      if (!existsSync(file)) continue;
+      const pid = readPid(dir, port);
+      if (alive(pid)) process.kill(pid, 'SIGKILL');
+      await waitFor(async () => !alive(pid), 5_000, `redis ${port} exit`).catch(() => undefined);
+    }
+  };
+  try {
+    for (const port of ports) {
+      await run('redis-server', [
+        '--port', String(port), '--bind', '127.0.0.1',
+        '--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, `nodes-${port}.conf`),
+        '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 2_000),
+        '--save', '', '--appendonly', 'no', '--dir', dir,
+        '--daemonize', 'yes', '--pidfile', path.join(dir, `redis-${port}.pid`), '--logfile', path.join(dir, `redis-${port}.log`),
+      ]);
+    }
+    for (const port of ports) await waitFor(async () => (await cli(port, 'ping')).trim() === 'PONG', 10_000, `redis ${port}`);
+    await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicasPerMaster), '--cluster-yes'], { timeout: 30_000 });
+    for (const port of ports) {
+      await waitFor(async () => (await cli(port, 'cluster', 'info')).includes('cluster_state:ok'), 20_000, `cluster state of ${port}`);
+    }
+  } catch (error) {
+    await stopAll();
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  // redis-cli gives the first `masters` addresses the slots and makes the others their replicas.
+  const roles = await Promise.all(ports.map(async (port) => ((await cli(port, 'role')).split('\n')[0]!.trim() === 'master' ? 'master' : 'replica')));
+  let closed = false;
+  return {
+    seeds: ports.map((port) => `redis://127.0.0.1:${port}`),
+    masters: ports.filter((_, i) => roles[i] === 'master'),
+    replicas: ports.filter((_, i) => roles[i] === 'replica'),
+    dir,
+    pid: (port) => readPid(dir, port),
+    async kill(port) {
+      const pid = readPid(dir, port);
+      if (alive(pid)) process.kill(pid, 'SIGKILL');
+      await waitFor(async () => !alive(pid), 5_000, `redis ${port} exit`);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await stopAll();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Stops a cluster started elsewhere (jest's global setup, in another module instance) from its directory. */
+export async function stopRedisClusterIn(dir: string): Promise<void> {
+  if (!existsSync(dir)) return;
+  const { readdirSync } = await import('node:fs');
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.pid'))) {
+    const pid = Number(readFileSync(path.join(dir, file), 'utf8').trim());
+    if (alive(pid)) process.kill(pid, 'SIGKILL');
+  }
+  rmSync(dir, { recursive: true, force: true });
+}
