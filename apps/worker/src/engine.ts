@@ -21,6 +21,7 @@ import { createWorkerMetrics, type WorkerMetrics } from './metrics';
 import { createTaskWorker } from './processors/tasks';
 import { startReconciler } from './reconciler';
 import { sweepRetention } from './retention';
+import { warnExpiringCertificates } from './certificate-expiry';
 
 export interface EngineDeps {
   config: Config;
@@ -178,7 +179,10 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     onReenqueued: (kind, count) => metrics.reenqueued.inc({ kind }, count),
     ...(deps.reconcilerGrace ? { grace: deps.reconcilerGrace } : {}),
   });
-  const sweep = () => sweepRetention(db, config.DELIVERY_RETENTION_DAYS, logger).catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'retention sweep failed'));
+  const sweep = () => {
+    void warnExpiringCertificates(pool, logger).catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'client certificate expiry check failed'));
+    return sweepRetention(db, config.DELIVERY_RETENTION_DAYS, logger).catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'retention sweep failed'));
+  };
   const retentionTimer = setInterval(() => void sweep(), RETENTION_INTERVAL_MS);
   void sweep();
 

@@ -192,7 +192,7 @@ export class AttemptRunner {
         deps.onFinished?.('failed');
         return 'cancelled';
       }
-      result = await deps.send({ url: request.url, headers: request.headers, body: request.body }).catch(
+      result = await deps.send({ url: request.url, headers: request.headers, body: request.body, clientCertificate: request.clientCertificate }).catch(
         // The sender reports failures as results; an exception is a bug there, recorded as a network error.
         (): SendResult => ({ statusCode: 0, error: 'network_error', durationMs: Date.now() - startedAt.getTime(), responseSnippet: '', retryAfter: null }),
       );

@@ -215,7 +215,8 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
           // The same resolver and policy as a direct connection; the proxy is asked for the checked address only.
           resolve: (host) => resolveChecked(host, opts.allow, resolve),
           proxyContext: baseContext,
-          connectTimeoutMs: opts.timeoutMs,
+          // Within the request's timeout, so a proxy that hangs is a proxy_error, not the receiver's timeout.
+          connectTimeoutMs: Math.max(1, Math.floor(opts.timeoutMs / 2)),
         })
       : new Agent(agentOptions);
     // Everything but the headers and body is fixed for the pool's lifetime, so got merges it once here instead of

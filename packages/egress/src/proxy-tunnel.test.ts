@@ -166,8 +166,7 @@ describe('a proxy that fails', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const silentPort = (silent.address() as AddressInfo).port;
     const result = await client(`http://127.0.0.1:${silentPort}`, { timeoutMs: 500 }).send({ url: `https://127.0.0.1:${port}/hook`, ...post });
-    expect(result.statusCode).toBe(0);
-    expect(['proxy_error', 'timeout']).toContain(result.error);
+    expect(result).toMatchObject({ statusCode: 0, error: 'proxy_error' });
     for (const socket of held) socket.destroy();
     await new Promise((resolve) => silent.close(resolve));
   });
