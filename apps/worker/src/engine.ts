@@ -16,6 +16,7 @@ import type { EngineContext } from '@gatehook/delivery/context';
 import { countsItsStart, fanOutGuarded } from '@gatehook/delivery/fanout-parking';
 import { DELIVER_CHUNK, DeliveryQueues, JOBS, waitingJobId } from '@gatehook/delivery/jobs';
 import { WEBHOOKS_TOPIC, WebhookConfigs } from '@gatehook/delivery/webhook-configs';
+import { WebhookPace } from '@gatehook/delivery/webhook-pace';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics';
 import { createTaskWorker } from './processors/tasks';
@@ -96,6 +97,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
       endpointMax: config.DELIVERY_ENDPOINT_CONCURRENCY,
       originMax: config.DELIVERY_ORIGIN_CONCURRENCY,
     }),
+    pace: new WebhookPace(producer, { prefix, logger }),
     retrySchedule: config.DELIVERY_RETRY_SCHEDULE,
     retryAfterCapSeconds: config.RETRY_AFTER_CAP_SECONDS,
     circuitBreakerSeconds: config.CIRCUIT_BREAKER_SECONDS,
