@@ -13,7 +13,10 @@ afterAll(async () => {
   await Promise.all([redis.quit(), second.quit()]);
 });
 
-/** Every instant at which a turn was granted, taking turns as fast as it can (coming back when told) for `ms`. */
+/**
+ * Every instant at which a turn was granted, on the Redis clock in milliseconds (what the guarantee is about: the
+ * instants this process sees the answers move with its event loop), taking turns as fast as it can for `ms`.
+ */
 async function grantsOver(paces: WebhookPace[], orgId: string, webhookId: string, perSecond: number, ms: number, takers: number): Promise<number[]> {
   const grants: number[] = [];
   const end = Date.now() + ms;
@@ -21,9 +24,9 @@ async function grantsOver(paces: WebhookPace[], orgId: string, webhookId: string
     Array.from({ length: takers }, async (_, i) => {
       const pace = paces[i % paces.length]!;
       while (Date.now() < end) {
-        const later = await pace.take(orgId, webhookId, perSecond);
-        if (later === null) grants.push(Date.now());
-        else await new Promise((r) => setTimeout(r, Math.min(later.getTime() - Date.now(), end - Date.now())));
+        const { at, grantedMicros } = await pace.takeAt(orgId, webhookId, perSecond);
+        if (at === null) grants.push(grantedMicros! / 1000);
+        else await new Promise((r) => setTimeout(r, Math.min(at.getTime() - Date.now(), end - Date.now())));
       }
     }),
   );
@@ -43,15 +46,18 @@ function mostInOneSecond(times: number[]): number {
 describe('WebhookPace', () => {
   it('keys each webhook under its organisation hash tag', () => {
     expect(paceKey('gh', 'org-1', 'wh-1')).toBe('gh:pace:{org-1}:wh-1');
-    expect(turnIntervalMicros(50)).toBe(20_000);
-    expect(turnIntervalMicros(3)).toBe(333_334);
+    // 1/rate and 2% (TURN_SPACING_PERCENT), rounded up.
+    expect(turnIntervalMicros(50)).toBe(20_400);
+    expect(turnIntervalMicros(3)).toBe(340_000);
+    expect(turnIntervalMicros(10_000)).toBe(102);
   });
 
   it('grants at most the rate in any one-second window, shared by two connections, and close to it', async () => {
     const paces = [new WebhookPace(redis, { prefix }), new WebhookPace(second, { prefix })];
     const grants = await grantsOver(paces, randomUUID(), randomUUID(), 20, 2_500, 8);
     expect(mostInOneSecond(grants)).toBeLessThanOrEqual(20);
-    expect(grants.length).toBeGreaterThanOrEqual(45);
+    // 2.5 s at 20/s less the 2% margin is 50; on a loaded machine timers come late, so a little under.
+    expect(grants.length).toBeGreaterThanOrEqual(40);
   });
 
   it('spreads the requests it turns away over their turns instead of one instant', async () => {

@@ -21,16 +21,23 @@ const INLINE_TRIES = 3;
 /** At most one warning per this interval while Redis cannot be asked. */
 const WARN_INTERVAL_MS = 10_000;
 
-type WithTurnCommand = { [COMMAND](key: string, intervalMicros: number, inPlaceMicros: number): Promise<[number, number]> };
+type WithTurnCommand = { [COMMAND](key: string, intervalMicros: number, inPlaceMicros: number): Promise<[number, number, number]> };
 
 /** The Redis key of a webhook's pace; hash-tagged by organisation like every per-organisation key (Redis Cluster). */
 export function paceKey(prefix: string, orgId: string, webhookId: string): string {
   return `${prefix}:pace:{${orgId}}:${webhookId}`;
 }
 
-/** Microseconds between two turns at `perSecond`, rounded up so that a second never holds more than `perSecond`. */
+/**
+ * How much wider than 1/rate turns are spaced. Turns are exact on the Redis clock, but between the grant and the
+ * receiver lie the worker's event loop, signing, TLS and the network: 2% buys about 20 ms of such jitter at any rate
+ * (the rate × the margin of one interval) before a one-second window at the receiver could hold one request more.
+ */
+export const TURN_SPACING_PERCENT = 102;
+
+/** Microseconds between two turns at `perSecond`, rounded up, so that a second never holds more than `perSecond`. */
 export function turnIntervalMicros(perSecond: number): number {
-  return Math.ceil(1_000_000 / perSecond);
+  return Math.ceil((1_000_000 * TURN_SPACING_PERCENT) / (100 * perSecond));
 }
 
 /**
@@ -54,16 +61,24 @@ export class WebhookPace {
 
   /** Takes a turn for one request to the webhook: null when it may go now, else when to come back. */
   async take(orgId: string, webhookId: string, perSecond: number): Promise<Date | null> {
+    return (await this.takeAt(orgId, webhookId, perSecond)).at;
+  }
+
+  /**
+   * {@link take}, also saying on the Redis clock when the turn was granted (microseconds; null when it was not, or
+   * when Redis did not answer): what the spacing guarantee is about.
+   */
+  async takeAt(orgId: string, webhookId: string, perSecond: number): Promise<{ at: Date | null; grantedMicros: number | null }> {
     const key = paceKey(this.options.prefix, orgId, webhookId);
     const interval = turnIntervalMicros(perSecond);
     const inPlaceMicros = Math.min(INLINE_WAIT_MS * 1000, 2 * interval);
     try {
       for (let tries = 1; ; tries += 1) {
         // The last try does not wait in place: told to wait, it goes back to the queue at its place in the line.
-        const [granted, waitMicros] = await this.withinTimeout(this.redis[COMMAND](key, interval, tries < INLINE_TRIES ? inPlaceMicros : -1));
-        if (granted === 1) return null;
+        const [granted, waitMicros, serverMicros] = await this.withinTimeout(this.redis[COMMAND](key, interval, tries < INLINE_TRIES ? inPlaceMicros : -1));
+        if (granted === 1) return { at: null, grantedMicros: serverMicros };
         const waitMs = Math.max(1, Math.ceil(waitMicros / 1000));
-        if (tries >= INLINE_TRIES || waitMicros > inPlaceMicros) return new Date(Date.now() + waitMs);
+        if (tries >= INLINE_TRIES || waitMicros > inPlaceMicros) return { at: new Date(Date.now() + waitMs), grantedMicros: null };
         await new Promise((resolve) => setTimeout(resolve, waitMs));
       }
     } catch (error) {
@@ -72,7 +87,7 @@ export class WebhookPace {
         this.lastWarning = now;
         this.options.logger?.warn({ err: (error as Error).message }, 'webhook rate limit store unavailable: sending without pacing (fail open)');
       }
-      return null;
+      return { at: null, grantedMicros: null };
     }
   }
 

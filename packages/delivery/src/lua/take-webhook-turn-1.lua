@@ -13,7 +13,8 @@
   ARGV[1]  interval between turns in microseconds (ceil(1e6 / rate))
   ARGV[2]  longest wait, in microseconds, the caller spends in place rather than in the line
 
-  Returns  {1, 0} when the turn is granted; {0, wait} when not, `wait` the microseconds until it should come back.
+  Returns  {1, 0, now} when the turn is granted; {0, wait, now} when not, `wait` the microseconds until it should
+           come back; `now` is the server's clock in microseconds.
 ]]
 local interval = tonumber(ARGV[1])
 local inPlace = tonumber(ARGV[2])
@@ -27,15 +28,15 @@ if tat <= now then
   tat = now + interval
   redis.call('HSET', KEYS[1], 'tat', tat)
   redis.call('PEXPIRE', KEYS[1], math.ceil((math.max(tat, queue) - now) / 1000) + 1000)
-  return {1, 0}
+  return {1, 0, now}
 end
 
 if tat - now <= inPlace then
-  return {0, tat - now}
+  return {0, tat - now, now}
 end
 
 local turn = math.max(queue, tat)
 queue = turn + interval
 redis.call('HSET', KEYS[1], 'queue', queue)
 redis.call('PEXPIRE', KEYS[1], math.ceil((queue - now) / 1000) + 1000)
-return {0, turn - now}
+return {0, turn - now, now}
