@@ -120,6 +120,19 @@ describe('through a CONNECT proxy', () => {
     await proxy.close();
   });
 
+  it('speaks TLS to an https:// proxy, verified with the client trust store', async () => {
+    const proxy = await startProxy({ tls: { key: pki.keyPem, cert: pki.certPem } });
+    expect(proxy.url).toMatch(/^https:/);
+    expect(await client(proxy).send({ url: `https://127.0.0.1:${port}/hook`, ...post })).toMatchObject({ statusCode: 200, error: null });
+    expect(proxy.requests.map((r) => r.target)).toEqual([`127.0.0.1:${port}`]);
+    // A proxy whose certificate the client does not trust is a proxy_error, and no tunnel is asked for.
+    const untrusted = createPki();
+    const stranger = await startProxy({ tls: { key: untrusted.keyPem, cert: untrusted.certPem } });
+    expect(await client(stranger).send({ url: `https://127.0.0.1:${port}/hook`, ...post })).toMatchObject({ statusCode: 0, error: 'proxy_error' });
+    expect(stranger.requests).toEqual([]);
+    await Promise.all([proxy.close(), stranger.close()]);
+  });
+
   it('sends the URL credentials as Proxy-Authorization', async () => {
     const proxy = await startProxy({ credentials: { user: 'gate', password: 'p@ss:word' } });
     const result = await client(proxy).send({ url: `https://127.0.0.1:${port}/hook`, ...post });

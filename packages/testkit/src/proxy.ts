@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 
 /** One CONNECT request as the proxy saw it. */
@@ -13,7 +14,7 @@ export interface ConnectRequest {
 }
 
 export interface TestProxy {
-  /** http://[user:pass@]127.0.0.1:<port> */
+  /** http://[user:pass@]127.0.0.1:<port> (https:// with `tls`) */
   url: string;
   port: number;
   requests: ConnectRequest[];
@@ -27,15 +28,17 @@ export interface TestProxy {
  * a name: a target that is not an IP address is refused with 400, so a client that lets the proxy resolve shows up.
  * With `credentials` it demands Basic proxy authentication (407 otherwise).
  */
-export async function startProxy(options: { credentials?: { user: string; password: string } } = {}): Promise<TestProxy> {
+export async function startProxy(options: { credentials?: { user: string; password: string }; tls?: { key: string; cert: string } } = {}): Promise<TestProxy> {
   const requests: ConnectRequest[] = [];
   const sockets = new Set<Socket>();
   let refusal: number | null = null;
   const expected = options.credentials ? `Basic ${Buffer.from(`${options.credentials.user}:${options.credentials.password}`).toString('base64')}` : undefined;
 
-  const server: Server = createServer((_req, res) => {
+  const refuse = (_req: IncomingMessage, res: ServerResponse) => {
     res.writeHead(405).end();
-  });
+  };
+  // With `tls` the client speaks TLS to the proxy itself (an https:// proxy URL), then CONNECT inside it.
+  const server: Server = options.tls ? createTlsServer({ key: options.tls.key, cert: options.tls.cert }, refuse) : createServer(refuse);
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -74,7 +77,7 @@ export async function startProxy(options: { credentials?: { user: string; passwo
   const { port } = server.address() as AddressInfo;
   const auth = options.credentials ? `${encodeURIComponent(options.credentials.user)}:${encodeURIComponent(options.credentials.password)}@` : '';
   return {
-    url: `http://${auth}127.0.0.1:${port}`,
+    url: `${options.tls ? 'https' : 'http'}://${auth}127.0.0.1:${port}`,
     port,
     requests,
     refuseWith(status) {
