@@ -181,12 +181,13 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     onReenqueued: (kind, count) => metrics.reenqueued.inc({ kind }, count),
     ...(deps.reconcilerGrace ? { grace: deps.reconcilerGrace } : {}),
   });
-  const sweep = () => {
-    void warnExpiringCertificates(pool, logger).catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'client certificate expiry check failed'));
-    return sweepRetention(db, config.DELIVERY_RETENTION_DAYS, logger).catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'retention sweep failed'));
-  };
+  const sweep = () => sweepRetention(db, config.DELIVERY_RETENTION_DAYS, logger).catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'retention sweep failed'));
   const retentionTimer = setInterval(() => void sweep(), RETENTION_INTERVAL_MS);
   void sweep();
+  // Housekeeping on the same hourly beat: warn about client certificates that expire within 30 days (CONTRACT 18).
+  const checkCertificates = () => warnExpiringCertificates(pool, logger).catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'client certificate expiry check failed'));
+  const certificateTimer = setInterval(() => void checkCertificates(), RETENTION_INTERVAL_MS);
+  void checkCertificates();
 
   let closing: Promise<void> | null = null;
   return {
@@ -195,6 +196,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     close() {
       closing ??= (async () => {
         clearInterval(retentionTimer);
+        clearInterval(certificateTimer);
         await reconciler.stop();
         await Promise.allSettled(workers.map((w) => w.close()));
         await dispatcher.close();
