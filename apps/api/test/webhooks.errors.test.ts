@@ -61,6 +61,12 @@ const fieldRules: [string, Record<string, unknown>, string][] = [
   ['variable name starting with a digit', { vars: { '1st': 'x' } }, 'vars.1st'],
   ['variable value not a string', { vars: { TOKEN: true } }, 'vars.TOKEN'],
   ['unknown field', { secret: 'whsec_mine' }, 'secret'],
+  ['rate_limit_per_second 0', { rate_limit_per_second: 0 }, 'rate_limit_per_second'],
+  ['rate_limit_per_second 10001', { rate_limit_per_second: 10_001 }, 'rate_limit_per_second'],
+  ['rate_limit_per_second fractional', { rate_limit_per_second: 2.5 }, 'rate_limit_per_second'],
+  ['rate_limit_per_second as a string', { rate_limit_per_second: '50' }, 'rate_limit_per_second'],
+  ['client_certificate not an object', { client_certificate: 'PEM' }, 'client_certificate'],
+  ['client_certificate that does not parse', { client_certificate: { cert: 'not a certificate', key: 'not a key' } }, 'client_certificate'],
 ];
 
 describe('422 validation_error per field rule', () => {

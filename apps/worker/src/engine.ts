@@ -16,6 +16,7 @@ import type { EngineContext } from '@gatehook/delivery/context';
 import { countsItsStart, fanOutGuarded } from '@gatehook/delivery/fanout-parking';
 import { DELIVER_CHUNK, DeliveryQueues, JOBS, queuePrefix, queueRoundTrip, SHARDED_QUEUES, waitingJobId, type JobName } from '@gatehook/delivery/jobs';
 import { WEBHOOKS_TOPIC, WebhookConfigs } from '@gatehook/delivery/webhook-configs';
+import { WebhookPace } from '@gatehook/delivery/webhook-pace';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics';
 import { QueueConsumer, startWatchdog, type Processor } from './consumers';
@@ -24,6 +25,7 @@ import { startPeriodic, type Periodic } from './periodic';
 import { TASK_CONCURRENCY, taskProcessor } from './processors/tasks';
 import { reconcileOnce } from './reconciler';
 import { sweepRetention } from './retention';
+import { warnExpiringCertificates } from './certificate-expiry';
 
 export interface EngineDeps {
   config: Config;
@@ -106,6 +108,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
       endpointMax: config.DELIVERY_ENDPOINT_CONCURRENCY,
       originMax: config.DELIVERY_ORIGIN_CONCURRENCY,
     }),
+    pace: new WebhookPace(producer, { prefix, logger }),
     retrySchedule: config.DELIVERY_RETRY_SCHEDULE,
     retryAfterCapSeconds: config.RETRY_AFTER_CAP_SECONDS,
     circuitBreakerSeconds: config.CIRCUIT_BREAKER_SECONDS,
@@ -216,8 +219,12 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     every: { reconcile: config.RECONCILE_INTERVAL_MS, retention: RETENTION_INTERVAL_MS },
     run: {
       reconcile: () => reconcileOnce(reconcilerDeps),
-      // Retention and partition upkeep (creates partitions ahead, drops expired ones).
-      retention,
+      // Retention and partition upkeep (creates partitions ahead, drops expired ones), then, on the same hourly beat,
+      // the warning about client certificates that expire within 30 days (CONTRACT 18; once per certificate).
+      retention: async () => {
+        await retention();
+        await warnExpiringCertificates(pool, logger);
+      },
     },
     logger,
     onRun: (job, outcome) => metrics.periodicRuns.inc({ job, outcome }),

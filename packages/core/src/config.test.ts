@@ -32,6 +32,17 @@ describe('parseConfig', () => {
     expect(config.startupWarnings.join(' ')).toMatch(/EGRESS_ALLOW_CIDRS/);
   });
 
+  it('takes an http(s) CONNECT proxy URL and refuses anything else without quoting it (it may carry credentials)', () => {
+    const base = { NODE_ENV: 'test' };
+    expect(parseConfig({ ...base }).EGRESS_PROXY_URL).toBe('');
+    expect(parseConfig({ ...base, EGRESS_PROXY_URL: 'http://user:pass@proxy.internal:3128' }).EGRESS_PROXY_URL).toBe('http://user:pass@proxy.internal:3128');
+    expect(parseConfig({ ...base, EGRESS_PROXY_URL: 'https://proxy.internal' }).EGRESS_PROXY_URL).toBe('https://proxy.internal');
+    for (const bad of ['socks5://user:hunter2@proxy:1080', 'http://user:hunter2@proxy:3128/path', 'not a url hunter2']) {
+      expect(() => parseConfig({ ...base, EGRESS_PROXY_URL: bad })).toThrow(/EGRESS_PROXY_URL/);
+      expect(() => parseConfig({ ...base, EGRESS_PROXY_URL: bad })).not.toThrow(/hunter2/);
+    }
+  });
+
   it('names every invalid variable in one readable error', () => {
     expect(() => parseConfig({ PORT: 'eighty', DELIVERY_RETRY_SCHEDULE: '1,2', RATE_LIMIT_STORE: 'disk' })).toThrow(
       ConfigError,

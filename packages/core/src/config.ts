@@ -36,6 +36,14 @@ const clusterNodes = z.string().transform((value, ctx) => {
   }
   return urls;
 });
+function isProxyUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '' && (url.pathname === '/' || url.pathname === '') && url.search === '' && url.hash === '';
+  } catch {
+    return false;
+  }
+}
 
 const envSchema = z.object({
   // Unset is treated as production: a deployment that forgot NODE_ENV must not fall back to the development key.
@@ -83,6 +91,14 @@ const envSchema = z.object({
   RETRY_AFTER_CAP_SECONDS: integer(0).default(3600),
   EGRESS_ALLOW_CIDRS: z.string().default(''),
   EGRESS_EXTRA_CA_FILE: z.string().default(''),
+  /**
+   * HTTP CONNECT proxy every delivery and test send goes through (CONTRACT 18); empty: none. The message never
+   * quotes the value, which may carry the proxy's credentials.
+   */
+  EGRESS_PROXY_URL: z
+    .string()
+    .default('')
+    .refine((value) => value === '' || isProxyUrl(value), 'must be an http:// or https:// URL of a CONNECT proxy (scheme, host, optional port and credentials; no path)'),
   /**
    * Recover/replay (CONTRACT 11): items per step, the webhook's due backlog a step waits under, the deliveries a
    * second a task sends at most (0: no cap), a step's lease.

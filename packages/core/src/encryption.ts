@@ -12,6 +12,7 @@ export type SecretColumn =
   | 'webhooks.headers_encrypted'
   | 'webhooks.secret_encrypted'
   | 'webhooks.previous_secret_encrypted'
+  | 'webhooks.client_certificate_encrypted'
   | 'deliveries.body_encrypted';
 
 /**

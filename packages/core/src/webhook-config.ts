@@ -26,6 +26,10 @@ export interface StoredWebhook {
   previousSecretValidUntil: Date | null;
   /** Events received before this instant are not delivered (creation, enable and resume set it). */
   activeSince: Date;
+  /** `{"cert","key"}` as JSON, encrypted (mTLS, CONTRACT 18); null: none. */
+  clientCertificateEncrypted: string | null;
+  /** Most requests in any one-second window across all workers; null: none (CONTRACT 18). */
+  rateLimitPerSecond: number | null;
 }
 
 /** Whether a webhook's subscription covers an action (`*` or the exact name). */

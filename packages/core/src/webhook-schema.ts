@@ -28,6 +28,9 @@ export const WEBHOOK_LIMITS = {
   headers: 50,
   headerNameLength: 128,
   headerValueLength: 4096,
+  clientCertificateLength: 65_536,
+  clientKeyLength: 16_384,
+  rateLimitPerSecond: 10_000,
 } as const;
 
 // RFC 9110 token characters.
@@ -106,6 +109,21 @@ const headers = z
     }
   });
 
+/** mTLS: PEMs of a client certificate (leaf first, intermediates after) and its unencrypted key; write-only. */
+const clientCertificate = z
+  .strictObject({
+    cert: z.string().min(1, 'cert is required').max(WEBHOOK_LIMITS.clientCertificateLength, `cert must be at most ${WEBHOOK_LIMITS.clientCertificateLength} characters`),
+    key: z.string().min(1, 'key is required').max(WEBHOOK_LIMITS.clientKeyLength, `key must be at most ${WEBHOOK_LIMITS.clientKeyLength} characters`),
+  }, { error: 'client_certificate must be {"cert": PEM, "key": PEM} or null' })
+  .nullable();
+
+const rateLimitPerSecond = z
+  .number({ error: 'rate_limit_per_second must be a number or null' })
+  .int('rate_limit_per_second must be an integer')
+  .min(1, `rate_limit_per_second must be 1 to ${WEBHOOK_LIMITS.rateLimitPerSecond}, or null for none`)
+  .max(WEBHOOK_LIMITS.rateLimitPerSecond, `rate_limit_per_second must be 1 to ${WEBHOOK_LIMITS.rateLimitPerSecond}, or null for none`)
+  .nullable();
+
 const url = z.string({ error: 'url must be a string' }).max(WEBHOOK_LIMITS.urlLength, `url must be at most ${WEBHOOK_LIMITS.urlLength} characters`);
 
 /** Body of POST /webhooks. The URL's address policy and the condition/template checks run after this. */
@@ -120,6 +138,8 @@ export const createWebhookSchema = z.strictObject({
   template: template.default(''),
   vars: vars.default({}),
   headers: headers.default({}),
+  client_certificate: clientCertificate.default(null),
+  rate_limit_per_second: rateLimitPerSecond.default(null),
 });
 export type CreateWebhookInput = z.output<typeof createWebhookSchema>;
 
@@ -135,6 +155,9 @@ export const patchWebhookSchema = z.strictObject({
   template: template.optional(),
   vars: vars.optional(),
   headers: headers.optional(),
+  /** null removes it; absent keeps it. */
+  client_certificate: clientCertificate.optional(),
+  rate_limit_per_second: rateLimitPerSecond.optional(),
 });
 export type PatchWebhookInput = z.output<typeof patchWebhookSchema>;
 
@@ -155,6 +178,11 @@ export const webhookSchema = z.object({
   status: z.enum(WEBHOOK_STATUSES),
   disabled_reason: z.enum(DISABLED_REASONS).nullable(),
   failing_since: z.iso.datetime().nullable(),
+  client_certificate: z
+    .object({ fingerprint_sha256: z.string(), not_after: z.iso.datetime() })
+    .nullable()
+    .describe('the client certificate presented on mTLS, by fingerprint and expiry; the PEMs are never returned'),
+  rate_limit_per_second: z.number().int().nullable(),
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),
 });

@@ -10,6 +10,7 @@ import type { SendScheduler, SendTurn } from './scheduler/send-scheduler';
 import { signedRequest, type PreparedRequest, type Sender } from './request';
 import { openBody } from './stored-body';
 import type { LiveWebhook } from './webhook-configs';
+import type { WebhookPace } from './webhook-pace';
 import { disableWebhook } from './webhook-state';
 import { deliveryError, stoppedBy } from './delivery-error';
 
@@ -18,6 +19,8 @@ export interface AttemptDeps extends EngineContext {
   send: Sender;
   /** The worker's send slots, shared fairly between organisations and webhooks. */
   scheduler: SendScheduler;
+  /** Turns of webhooks with a `rate_limit_per_second`, shared by every worker (Redis); without it, none is paced. */
+  pace?: WebhookPace;
   retrySchedule: readonly number[];
   retryAfterCapSeconds: number;
   circuitBreakerSeconds: number;
@@ -185,6 +188,17 @@ export class AttemptRunner {
       deps.scheduler.noteWaiting(delivery.id, webhook.id);
       return { busyUntil };
     }
+    // A paced webhook's turn is taken once the slot is held, so a granted request leaves at once: taken before, it
+    // could wait for a slot and leave together with the turns granted after it, above the rate at the receiver.
+    if (webhook.rateLimitPerSecond !== null && deps.pace) {
+      const later = await deps.pace.take(delivery.orgId, webhook.id, webhook.rateLimitPerSecond).catch(() => null);
+      if (later !== null) {
+        // Turned away like a busy delivery: no attempt, no failure; the job system brings it back at its turn.
+        turn.release();
+        releases.push({ id: delivery.id, lease: delivery.leasedUntil });
+        return { busyUntil: later };
+      }
+    }
     const startedAt = new Date();
     let result: SendResult;
     // What the scheduler learns of the receiver: nothing when the request was never sent.
@@ -198,7 +212,7 @@ export class AttemptRunner {
         deps.onFinished?.('failed');
         return 'cancelled';
       }
-      result = await deps.send({ url: request.url, headers: request.headers, body: request.body }).catch(
+      result = await deps.send({ url: request.url, headers: request.headers, body: request.body, clientCertificate: request.clientCertificate }).catch(
         // The sender reports failures as results; an exception is a bug there, recorded as a network error.
         (): SendResult => ({ statusCode: 0, error: 'network_error', durationMs: Date.now() - startedAt.getTime(), responseSnippet: '', retryAfter: null }),
       );

@@ -256,3 +256,16 @@ describe('decideNextState: jitter', () => {
     expect(delay).toBeLessThanOrEqual(6_000);
   });
 });
+
+describe('decideNextState: proxy_error (CONTRACT 18)', () => {
+  it('retries on the schedule and leaves the failure streak alone', () => {
+    const first = decideNextState({ status: 'pending', cycleAttempts: 0 }, attempt(0, 'proxy_error'), opts);
+    expect(first).toMatchObject({ status: 'retrying', cycleAttempts: 1, nextRetryAt: at(5_000), webhookEffect: 'neutral', error: null });
+    const last = decideNextState({ status: 'retrying', cycleAttempts: 7 }, attempt(0, 'proxy_error'), opts);
+    expect(last).toMatchObject({ status: 'failed', webhookEffect: 'neutral', error: 'attempts_exhausted' });
+  });
+
+  it('still blames the endpoint for its own failures', () => {
+    expect(decideNextState({ status: 'pending', cycleAttempts: 0 }, attempt(0, 'connection_refused'), opts).webhookEffect).toBe('failure');
+  });
+});

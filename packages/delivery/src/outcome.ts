@@ -1,5 +1,9 @@
 import { parseRetryAfter, retryDelayMs } from './schedule';
+import type { SendErrorCode } from '@gatehook/egress/client';
 import type { DeliveryErrorCode } from './delivery-error';
+
+/** The attempt error of a failure of EGRESS_PROXY_URL's proxy (CONTRACT 18), not of the receiver. */
+export const PROXY_ERROR = 'proxy_error' satisfies SendErrorCode;
 
 /** Delivery status values (SPEC 3.1, CONTRACT 5). */
 export type DeliveryStatus = 'pending' | 'retrying' | 'succeeded' | 'failed';
@@ -85,7 +89,8 @@ export interface DecideOptions {
  * - Anything else (other 4xx, 5xx, refused 3xx, 1xx, statusCode 0 for timeouts and connection errors): the
  *   attempt counts; once schedule.length attempts have counted the delivery fails with `attempts_exhausted`,
  *   otherwise it is retrying after the delay before the next attempt, schedule[cycleAttempts after counting].
- *   Effect `failure`.
+ *   Effect `failure`, except for `proxy_error` (the service's egress proxy failed, CONTRACT 18): it counts and is
+ *   retried the same way, with effect `neutral`, so it neither starts nor extends the webhook's failure streak.
  *
  * The incoming status is not consulted: a delivery that is already final must not be attempted at all, which is
  * the caller's check. A cycleAttempts at or past the limit (a shortened schedule after a config change) makes the
@@ -120,14 +125,16 @@ export function decideNextState(state: DeliveryState, result: AttemptResult, opt
     }
     case 'failure': {
       const cycleAttempts = state.cycleAttempts + 1;
+      // The service's own proxy failing says nothing of the endpoint: retried like any failure, blamed on no one.
+      const webhookEffect = result.error === PROXY_ERROR ? 'neutral' : 'failure';
       if (cycleAttempts >= limit) {
-        return { status: 'failed', cycleAttempts, nextRetryAt: null, webhookEffect: 'failure', throttledStreak, error: 'attempts_exhausted' };
+        return { status: 'failed', cycleAttempts, nextRetryAt: null, webhookEffect, throttledStreak, error: 'attempts_exhausted' };
       }
       return {
         status: 'retrying',
         cycleAttempts,
         nextRetryAt: after(retryDelayMs(schedule, cycleAttempts + 1, random)),
-        webhookEffect: 'failure',
+        webhookEffect,
         throttledStreak,
         error: null,
       };

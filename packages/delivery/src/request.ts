@@ -1,10 +1,11 @@
 import { USER_AGENT } from '@gatehook/core/version';
-import type { SendResult } from '@gatehook/egress/client';
+import type { SendRequest, SendResult } from '@gatehook/egress/client';
+import type { ClientCertificate } from '@gatehook/egress/client-certificate';
 import { deliveryHeaders } from './signing';
 import type { LiveWebhook } from './webhook-configs';
 
 /** Sends one signed request; the egress client in production. */
-export type Sender = (request: { url: string; headers: Record<string, string>; body: string }) => Promise<SendResult>;
+export type Sender = (request: SendRequest & { body: string }) => Promise<SendResult>;
 
 /** A signed request, ready to send: everything the attempt needs, computed without I/O. */
 export interface PreparedRequest {
@@ -12,6 +13,8 @@ export interface PreparedRequest {
   origin: string;
   body: string;
   headers: Record<string, string>;
+  /** The webhook's client certificate, presented when the receiver asks (mTLS). */
+  clientCertificate: ClientCertificate | null;
 }
 
 /**
@@ -32,5 +35,5 @@ export function signedRequest(webhook: LiveWebhook, message: { id: string; body:
     userAgent: USER_AGENT,
     custom: webhook.headers,
   });
-  return { url: webhook.url, origin: webhook.origin, body: message.body, headers };
+  return { url: webhook.url, origin: webhook.origin, body: message.body, headers, clientCertificate: webhook.clientCertificate };
 }

@@ -4,6 +4,7 @@ import { compileEventCondition, type CompiledCondition } from '@gatehook/conditi
 import type { SecretBox } from '@gatehook/core/encryption';
 import type { Logger } from '@gatehook/core/logger';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
+import type { ClientCertificate } from '@gatehook/egress/client-certificate';
 import { sqlPool, type Db } from '@gatehook/db/client';
 import { loadOrgWebhooks } from '@gatehook/db/webhooks';
 import { parseTemplate, type ExecLimits, type Template } from '@gatehook/templates/template';
@@ -35,6 +36,8 @@ export interface LiveWebhook extends StoredWebhook {
   headers: Record<string, string>;
   secret: string;
   previousSecret: string | null;
+  /** Presented on mTLS; one object per configuration load, so the egress client keys its pool by it cheaply. */
+  clientCertificate: ClientCertificate | null;
   /** Set when a stored secret cannot be decrypted with the configured keys: its deliveries fail with this error. */
   unreadable: string | null;
   /** SPEC 6.2: no condition matches everything; an evaluation error or a stored condition that no longer compiles skips. */
@@ -70,6 +73,7 @@ export function toLiveWebhook(stored: StoredWebhook, box: SecretBox, logger?: Lo
   let vars: Record<string, string> = {};
   let secret = '';
   let previousSecret: string | null = null;
+  let clientCertificate: ClientCertificate | null = null;
   let unreadable: string | null = null;
   try {
     const row = stored.id;
@@ -79,6 +83,10 @@ export function toLiveWebhook(stored: StoredWebhook, box: SecretBox, logger?: Lo
     vars = stored.varsEncrypted ? box.decryptMap(stored.varsEncrypted, { column: 'webhooks.vars_encrypted', row }) : {};
     secret = box.decrypt(stored.secretEncrypted, { column: 'webhooks.secret_encrypted', row });
     previousSecret = stored.previousSecretEncrypted ? box.decrypt(stored.previousSecretEncrypted, { column: 'webhooks.previous_secret_encrypted', row }) : null;
+    if (stored.clientCertificateEncrypted) {
+      const { cert, key } = JSON.parse(box.decrypt(stored.clientCertificateEncrypted, { column: 'webhooks.client_certificate_encrypted', row })) as ClientCertificate;
+      clientCertificate = { cert, key };
+    }
   } catch {
     unreadable = deliveryError('secret_unreadable', 'a stored secret of this webhook cannot be decrypted with the configured keys');
   }
@@ -98,6 +106,7 @@ export function toLiveWebhook(stored: StoredWebhook, box: SecretBox, logger?: Lo
     headers,
     secret,
     previousSecret,
+    clientCertificate,
     unreadable,
     matches: compileCondition(stored, logger),
     render(event, envelopes, limits) {

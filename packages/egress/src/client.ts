@@ -3,7 +3,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import tls from 'node:tls';
-import got, { type Response } from 'got';
+import got, { type Got, type Response } from 'got';
+import { LRUCache } from 'lru-cache';
 import { sanitiseText } from '@gatehook/core/sanitise';
 import {
   classifyAddress,
@@ -13,6 +14,8 @@ import {
   type CidrList,
   type HostLookup,
 } from '@gatehook/egress/address-policy';
+import { clientCertificateIdentity, type ClientCertificate } from '@gatehook/egress/client-certificate';
+import { parseProxyUrl, PROXY_ERROR_CODE, TunnelAgent } from '@gatehook/egress/proxy-tunnel';
 
 /** Most of a response body ever read; the rest is dropped with the connection. */
 export const MAX_RESPONSE_BYTES = 64 * 1024;
@@ -27,6 +30,11 @@ export const MAX_RETRY_AFTER_LENGTH = 64;
 const IDLE_SOCKET_MS = 4_000;
 const DEFAULT_MAX_SOCKETS_PER_ORIGIN = 8;
 const BLOCKED_CODE = 'EGRESS_BLOCKED_ADDRESS';
+/**
+ * Connection pools kept for distinct client certificates (one per certificate, never shared between two); the least
+ * recently used is retired past this, its sockets closed once any request still on them is over.
+ */
+const CLIENT_CERTIFICATE_POOLS = 1_000;
 
 export type SendErrorCode =
   | 'timeout'
@@ -39,12 +47,15 @@ export type SendErrorCode =
   | 'invalid_url'
   | 'not_https'
   | 'network_error'
+  | 'proxy_error'
   | `http_${number}`;
 
 export interface SendRequest {
   url: string;
   headers: Record<string, string>;
   body: string | Buffer;
+  /** Presented when the receiver asks for one (mTLS); connections are pooled per certificate. */
+  clientCertificate?: ClientCertificate | null;
 }
 
 export interface SendResult {
@@ -69,6 +80,11 @@ export interface EgressClientOptions {
   maxSocketsPerOrigin?: number;
   /** Resolver used at connection time; the system resolver unless a test injects one. */
   lookup?: HostLookup;
+  /**
+   * EGRESS_PROXY_URL: an HTTP CONNECT proxy every request goes through. The destination is still resolved and checked
+   * here and the proxy is asked for a tunnel to the checked address (proxy-tunnel.ts).
+   */
+  proxyUrl?: string;
 }
 
 export interface EgressClient {
@@ -115,6 +131,7 @@ export function transportErrorCode(error: unknown): SendErrorCode {
   if (name === 'TimeoutError' || code === 'ETIMEDOUT') return 'timeout';
   if (typeof code !== 'string') return 'network_error';
   if (code === BLOCKED_CODE) return 'blocked_address';
+  if (code === PROXY_ERROR_CODE) return 'proxy_error';
   if (code === 'ECONNREFUSED') return 'connection_refused';
   if (code === 'ECONNRESET' || code === 'EPIPE') return 'connection_reset';
   if (DNS_CODES.has(code)) return 'dns_error';
@@ -142,31 +159,31 @@ function lookupFamily(options: LookupOptions): 0 | 4 | 6 {
 }
 
 /**
+ * Resolves a host once and refuses it if any answer is non-public; returns only the addresses it checked (in the
+ * resolver's order), of `family` when one is asked for. An IP literal is checked as it is.
+ */
+async function resolveChecked(host: string, allow: CidrList, resolve: HostLookup, family: 0 | 4 | 6 = 0): Promise<string[]> {
+  const resolved = isIP(host) === 0 ? await resolve(host) : [host];
+  const blocked = findBlockedAddress(resolved, allow);
+  if (blocked !== null) throw errnoError(BLOCKED_CODE, `destination address is not public (${blocked.range})`);
+  const addresses = resolved.filter((address) => isIP(address) !== 0 && (family === 0 || isIP(address) === family));
+  if (addresses.length === 0) throw errnoError('ENOTFOUND', 'host name resolves to no usable address');
+  return addresses;
+}
+
+/**
  * A socket lookup that resolves once, refuses the host if any answer is non-public, and hands the
  * socket only the addresses it checked, so a rebinding resolver cannot swap in another between
  * check and connect.
  */
 function checkedLookup(allow: CidrList, resolve: HostLookup): LookupFunction {
   return (hostname, options, callback) => {
-    const family = lookupFamily(options);
-    resolve(hostname).then(
-      (resolved) => {
-        const blocked = findBlockedAddress(resolved, allow);
-        if (blocked !== null) {
-          callback(errnoError(BLOCKED_CODE, `destination address is not public (${blocked.range})`), '');
-          return;
-        }
-        const addresses: LookupAddress[] = resolved
-          .map((address) => ({ address, family: isIP(address) }))
-          .filter((entry) => entry.family !== 0 && (family === 0 || entry.family === family));
-        const first = addresses[0];
-        if (first === undefined) {
-          callback(errnoError('ENOTFOUND', 'host name resolves to no usable address'), '');
-        } else if (options.all) {
-          callback(null, addresses);
-        } else {
-          callback(null, first.address, first.family);
-        }
+    resolveChecked(hostname, allow, resolve, lookupFamily(options)).then(
+      (checked) => {
+        const addresses: LookupAddress[] = checked.map((address) => ({ address, family: isIP(address) }));
+        const first = addresses[0]!;
+        if (options.all) callback(null, addresses);
+        else callback(null, first.address, first.family);
       },
       (error: NodeJS.ErrnoException) => callback(error, ''),
     );
@@ -175,34 +192,81 @@ function checkedLookup(allow: CidrList, resolve: HostLookup): LookupFunction {
 
 /** Creates the only HTTP client allowed to reach webhook receivers; close() it on shutdown. */
 export function createEgressClient(opts: EgressClientOptions): EgressClient {
-  // One TLS context for the client's lifetime: building one from a CA list parses every root
-  // certificate (tens of milliseconds of blocked event loop), which per connection would add up.
-  const secureContext = tls.createSecureContext({
-    minVersion: 'TLSv1.2',
-    ...(opts.extraCaPem === undefined ? {} : { ca: [...tls.rootCertificates, opts.extraCaPem] }),
+  const ca = opts.extraCaPem === undefined ? {} : { ca: [...tls.rootCertificates, opts.extraCaPem] };
+  // One TLS context per pool for its lifetime: building one from a CA list parses every root certificate (tens of
+  // milliseconds of blocked event loop), which per connection would add up.
+  const baseContext = tls.createSecureContext({ minVersion: 'TLSv1.2', ...ca });
+  const resolve = opts.lookup ?? systemLookup;
+  const dnsLookup = checkedLookup(opts.allow, resolve);
+  const proxy = opts.proxyUrl ? parseProxyUrl(opts.proxyUrl) : null;
+
+  /** A keep-alive pool of connections that all present the same client certificate (or none), and its got. */
+  interface Pool {
+    agent: Agent;
+    http: Got;
+  }
+  const retired = new Set<Agent>();
+
+  function createPool(secureContext: tls.SecureContext): Pool {
+    const agentOptions = { keepAlive: true, maxSockets: opts.maxSocketsPerOrigin ?? DEFAULT_MAX_SOCKETS_PER_ORIGIN, timeout: IDLE_SOCKET_MS, secureContext };
+    const agent = proxy
+      ? new TunnelAgent(agentOptions, {
+          proxy,
+          // The same resolver and policy as a direct connection; the proxy is asked for the checked address only.
+          resolve: (host) => resolveChecked(host, opts.allow, resolve),
+          proxyContext: baseContext,
+          // Within the request's timeout, so a proxy that hangs is a proxy_error, not the receiver's timeout.
+          connectTimeoutMs: Math.max(1, Math.floor(opts.timeoutMs / 2)),
+        })
+      : new Agent(agentOptions);
+    // Everything but the headers and body is fixed for the pool's lifetime, so got merges it once here instead of
+    // per request. got hands Node its full option set (some 35 keys, most undefined), which Node's request and the
+    // agent's pool key walk on every request; the request function passes on only what this client sets. Together
+    // about a seventh less CPU per POST than per-request options (docs/delivery.md, step 5, "The request").
+    const http = got.extend({
+      throwHttpErrors: false,
+      followRedirect: false,
+      retry: { limit: 0 },
+      timeout: { request: opts.timeoutMs },
+      agent: { https: agent },
+      dnsLookup,
+      enableUnixSockets: false,
+      request: (url: URL, native: RequestOptions) =>
+        httpsRequest(url, { method: native.method, headers: native.headers, agent: native.agent, lookup: native.lookup }),
+    });
+    return { agent, http };
+  }
+
+  const plain = createPool(baseContext);
+  // Node's agent keys its pool by host and TLS options but not by secureContext: connections presenting different
+  // client certificates must therefore live in different agents, never in one.
+  const certified = new LRUCache<string, Pool>({
+    max: CLIENT_CERTIFICATE_POOLS,
+    dispose: (pool) => {
+      // Requests may still run on its sockets: they end within the timeout, then the agent goes.
+      retired.add(pool.agent);
+      setTimeout(() => {
+        retired.delete(pool.agent);
+        pool.agent.destroy();
+      }, opts.timeoutMs + IDLE_SOCKET_MS).unref();
+    },
   });
-  const agent = new Agent({
-    keepAlive: true,
-    maxSockets: opts.maxSocketsPerOrigin ?? DEFAULT_MAX_SOCKETS_PER_ORIGIN,
-    timeout: IDLE_SOCKET_MS,
-    secureContext,
-  });
-  const dnsLookup = checkedLookup(opts.allow, opts.lookup ?? systemLookup);
-  // Everything but the headers and body is fixed for the client's lifetime, so got merges it once here instead of
-  // per request. got hands Node its full option set (some 35 keys, most undefined), which Node's request and the
-  // agent's pool key walk on every request; the request function passes on only what this client sets. Together
-  // about a seventh less CPU per POST than per-request options (docs/delivery.md, step 5, "The request").
-  const http = got.extend({
-    throwHttpErrors: false,
-    followRedirect: false,
-    retry: { limit: 0 },
-    timeout: { request: opts.timeoutMs },
-    agent: { https: agent },
-    dnsLookup,
-    enableUnixSockets: false,
-    request: (url: URL, native: RequestOptions) =>
-      httpsRequest(url, { method: native.method, headers: native.headers, agent: native.agent, lookup: native.lookup }),
-  });
+  const identities = new WeakMap<ClientCertificate, string>();
+
+  function poolFor(certificate: ClientCertificate | null | undefined): Pool {
+    if (!certificate) return plain;
+    let identity = identities.get(certificate);
+    if (identity === undefined) {
+      identity = clientCertificateIdentity(certificate);
+      identities.set(certificate, identity);
+    }
+    let pool = certified.get(identity);
+    if (pool === undefined) {
+      pool = createPool(tls.createSecureContext({ minVersion: 'TLSv1.2', ...ca, cert: certificate.cert, key: certificate.key }));
+      certified.set(identity, pool);
+    }
+    return pool;
+  }
   let closed = false;
 
   async function send(req: SendRequest): Promise<SendResult> {
@@ -232,7 +296,14 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
     if (isIP(host) !== 0 && !classifyAddress(host, opts.allow).allowed) return result(0, 'blocked_address');
 
     return new Promise<SendResult>((resolve) => {
-      const stream = http.stream.post(url, { headers: { ...req.headers, 'user-agent': opts.userAgent }, body: req.body });
+      let stream: ReturnType<Got['stream']>;
+      try {
+        stream = poolFor(req.clientCertificate).http.stream.post(url, { headers: { ...req.headers, 'user-agent': opts.userAgent }, body: req.body });
+      } catch {
+        // A stored certificate that no longer makes a TLS context (checked on save, so this should not occur).
+        resolve(result(0, 'tls_error'));
+        return;
+      }
 
       let response: Response | undefined;
       const kept: Buffer[] = [];
@@ -269,7 +340,11 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
 
   async function close(): Promise<void> {
     closed = true;
-    agent.destroy();
+    plain.agent.destroy();
+    for (const pool of certified.values()) pool.agent.destroy();
+    certified.clear();
+    for (const agent of retired) agent.destroy();
+    retired.clear();
   }
 
   return { send, close };

@@ -47,7 +47,10 @@ export function testCa(): { pki: Pki; caFile: string } {
 }
 
 /** A real HTTPS receiver on 127.0.0.1 with a certificate of the test CA; answers 200 unless told otherwise. */
-export async function startReceiver(reply: ReplyFn = () => ({ status: 200, body: 'ok' })): Promise<TestReceiver> {
+export async function startReceiver(
+  reply: ReplyFn = () => ({ status: 200, body: 'ok' }),
+  options: { clientCa?: string } = {},
+): Promise<TestReceiver> {
   const { pki } = testCa();
   let replyFn = reply;
   const requests: ReceivedRequest[] = [];
@@ -55,7 +58,9 @@ export async function startReceiver(reply: ReplyFn = () => ({ status: 200, body:
   let inFlight = 0;
   let maxInFlight = 0;
 
-  const server: Server = createServer({ key: pki.keyPem, cert: pki.certPem }, (req, res) => {
+  // With `clientCa`, only clients presenting a certificate of that CA complete the handshake (mTLS).
+  const mtls = options.clientCa === undefined ? {} : { ca: options.clientCa, requestCert: true, rejectUnauthorized: true };
+  const server: Server = createServer({ key: pki.keyPem, cert: pki.certPem, ...mtls }, (req, res) => {
     const chunks: Buffer[] = [];
     inFlight += 1;
     maxInFlight = Math.max(maxInFlight, inFlight);
@@ -90,6 +95,7 @@ export async function startReceiver(reply: ReplyFn = () => ({ status: 200, body:
       res.end(answer.body ?? '');
     });
   });
+  server.on('tlsClientError', () => undefined);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
 

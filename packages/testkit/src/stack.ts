@@ -14,7 +14,7 @@ export interface Stack {
   engine: Awaited<ReturnType<typeof startTestEngine>>;
   org: TestOrg;
   /** Starts an HTTPS receiver that the stack closes with itself. */
-  receiver(reply?: ReplyFn): Promise<TestReceiver>;
+  receiver(reply?: ReplyFn, options?: { clientCa?: string }): Promise<TestReceiver>;
   /** Creates a webhook pointing at a receiver; returns its id and signing secret. */
   webhook(receiver: TestReceiver, body?: Record<string, unknown>, path?: string): Promise<{ id: string; secret: string }>;
   /**
@@ -70,8 +70,8 @@ export async function startStack(env: Record<string, string> = {}, options: { re
     api,
     engine,
     org,
-    async receiver(reply) {
-      const started = await startReceiver(reply);
+    async receiver(reply, receiverOptions) {
+      const started = await startReceiver(reply, receiverOptions);
       receivers.push(started);
       return started;
     },

@@ -11,6 +11,7 @@ import { cancelQueuedWork, changeStatusManually, type ManualStatusOperation } fr
 import type { Db, Prisma } from '@gatehook/db/client';
 import type { Webhook } from '@gatehook/db/generated/client';
 import { checkDestinationUrl, type CidrList, type HostLookup } from '@gatehook/egress/address-policy';
+import { inspectClientCertificate, type ClientCertificate } from '@gatehook/egress/client-certificate';
 import { auditFields, type Actor } from '../http/actor';
 import { afterCursor, decodeCursor, page } from '../http/pagination';
 import { auditedChange, type CommitHooks } from './commit-hooks';
@@ -45,6 +46,11 @@ export function toWebhookView(row: Webhook): WebhookView {
     status: row.status,
     disabled_reason: row.disabledReason,
     failing_since: row.failingSince?.toISOString() ?? null,
+    client_certificate:
+      row.clientCertificateFingerprint && row.clientCertificateNotAfter
+        ? { fingerprint_sha256: row.clientCertificateFingerprint, not_after: row.clientCertificateNotAfter.toISOString() }
+        : null,
+    rate_limit_per_second: row.rateLimitPerSecond,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };
@@ -70,6 +76,25 @@ function checkExpressions(webhook: { condition: string; template: string; events
     if (!checked.ok) issues.push({ path: 'template', message: checked.message });
   }
   if (issues.length > 0) throw validationError(issues);
+}
+
+/**
+ * The columns of a client certificate (CONTRACT 18), or of none: checked (parses, matches its key, not expired),
+ * certificate and key encrypted as one token, fingerprint and expiry in clear; a new certificate is warned about
+ * afresh. Throws one 422 on `client_certificate`.
+ */
+function clientCertificateColumns(box: SecretBox, id: string, given: ClientCertificate | null) {
+  if (given === null) {
+    return { clientCertificateEncrypted: null, clientCertificateFingerprint: null, clientCertificateNotAfter: null, clientCertificateWarnedAt: null };
+  }
+  const checked = inspectClientCertificate(given);
+  if (!checked.ok) throw validationError([{ path: 'client_certificate', message: checked.message }]);
+  return {
+    clientCertificateEncrypted: box.encrypt(JSON.stringify({ cert: given.cert, key: given.key }), webhookPlace('webhooks.client_certificate_encrypted', id)),
+    clientCertificateFingerprint: checked.summary.fingerprintSha256,
+    clientCertificateNotAfter: checked.summary.notAfter,
+    clientCertificateWarnedAt: null,
+  };
 }
 
 /** Where a webhook's secret column is stored, for the binding of its token (encryption.ts). */
@@ -126,6 +151,7 @@ export async function createWebhook(deps: WebhookDeps, actor: Actor, input: Crea
   await checkUrl(deps, input.url);
   const secret = generateSigningSecret();
   const id = randomUUID();
+  const certificate = clientCertificateColumns(deps.box, id, input.client_certificate);
   const now = new Date();
   const row = await auditedChange(deps, actor.principal.orgId, { webhooks: true }, async (tx, record) => {
     const created = await tx.webhook.create({
@@ -146,6 +172,8 @@ export async function createWebhook(deps: WebhookDeps, actor: Actor, input: Crea
         headerNames: Object.keys(input.headers),
         headersEncrypted: deps.box.encryptMap(input.headers, webhookPlace('webhooks.headers_encrypted', id)),
         secretEncrypted: deps.box.encrypt(secret, webhookPlace('webhooks.secret_encrypted', id)),
+        ...certificate,
+        rateLimitPerSecond: input.rate_limit_per_second,
         activeSince: now,
         createdAt: now,
       },
@@ -208,6 +236,7 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
       ['format', 'format', patch.format],
       ['max_events', 'maxEvents', patch.max_events],
       ['template', 'template', patch.template],
+      ['rate_limit_per_second', 'rateLimitPerSecond', patch.rate_limit_per_second],
     ] as const;
     for (const [field, column, value] of plain) {
       if (value === undefined) continue;
@@ -215,6 +244,15 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
       if (JSON.stringify(old) === JSON.stringify(value)) continue;
       changes.push({ field, old, new: value });
       (data as Record<string, unknown>)[column] = value;
+    }
+
+    if (patch.client_certificate !== undefined) {
+      const certificate = clientCertificateColumns(deps.box, id, patch.client_certificate);
+      if (certificate.clientCertificateFingerprint !== current.clientCertificateFingerprint) {
+        // Fingerprints only: the PEMs never enter an audit diff.
+        changes.push({ field: 'client_certificate', old: current.clientCertificateFingerprint, new: certificate.clientCertificateFingerprint });
+        Object.assign(data, certificate);
+      }
     }
 
     let originChanged = false;

@@ -22,9 +22,62 @@ interface Draft {
   template: string;
   vars: Pair[];
   headers: Pair[];
+  /** Requests per second at most, as typed; blank: none. */
+  rate: string;
+  /** PEMs of a new client certificate (blank: keep the stored one), or the stored one's removal. */
+  certificate: { cert: string; key: string; remove: boolean };
 }
 
-const blank: Draft = { name: '', url: '', destination: null, events: [], condition: '', format: 'single', max_events: 1, template: '', vars: [], headers: [] };
+const blank: Draft = {
+  name: '', url: '', destination: null, events: [], condition: '', format: 'single', max_events: 1, template: '', vars: [], headers: [],
+  rate: '', certificate: { cert: '', key: '', remove: false },
+};
+
+/** What the form sends for the client certificate: a new one, null to remove it, or nothing to keep it. */
+function certificateField(draft: Draft): { client_certificate?: { cert: string; key: string } | null } {
+  if (draft.certificate.remove) return { client_certificate: null };
+  const { cert, key } = draft.certificate;
+  return cert.trim() !== '' || key.trim() !== '' ? { client_certificate: { cert, key } } : {};
+}
+
+/** A PEM field that takes pasted text or an uploaded file. */
+function PemInput({ id, label, value, onChange, describedBy }: { id: string; label: string; value: string; onChange: (v: string) => void; describedBy: string | undefined }) {
+  return (
+    <>
+      <label htmlFor={id}>{label}</label>
+      <textarea id={id} rows={4} spellCheck={false} autoComplete="off" value={value} placeholder="-----BEGIN …-----" onChange={(e) => onChange(e.target.value)} aria-describedby={describedBy} />
+      <label className="file">Or upload a file <input type="file" accept=".pem,.crt,.cer,.key,text/plain" aria-label={`${label} file`} onChange={(e) => {
+        const file = e.target.files?.[0];
+        if (file) void file.text().then(onChange);
+      }} /></label>
+    </>
+  );
+}
+
+function ClientCertificateEditor({ draft, setDraft, stored, errors }: { draft: Draft; setDraft: (d: Draft) => void; stored: Webhook['client_certificate'] | undefined; errors: string[] }) {
+  const set = (part: Partial<Draft['certificate']>) => setDraft({ ...draft, certificate: { ...draft.certificate, ...part } });
+  const describedBy = errors.length ? 'client_certificate-error' : undefined;
+  return (
+    <fieldset aria-describedby={describedBy}>
+      <legend>Client certificate (mTLS)</legend>
+      <p className="muted">Presented when the receiver asks for one. The certificate and key are stored encrypted and never shown again; only the fingerprint and expiry are.</p>
+      {stored ? (
+        <dl className="fields" aria-label="Stored client certificate">
+          <div><dt>SHA-256 fingerprint</dt><dd><code className="fingerprint">{stored.fingerprint_sha256}</code></dd></div>
+          <div><dt>expires</dt><dd><time dateTime={stored.not_after}>{stored.not_after}</time></dd></div>
+        </dl>
+      ) : <p className="muted">{draft.certificate.remove ? 'Removed on save.' : 'None stored.'}</p>}
+      {stored && <label className="check"><input type="checkbox" checked={draft.certificate.remove} onChange={(e) => set({ remove: e.target.checked, cert: '', key: '' })} /> Remove the stored certificate</label>}
+      {!draft.certificate.remove && (
+        <>
+          <PemInput id="client-cert" label={stored ? 'New certificate (PEM; blank keeps the stored one)' : 'Certificate (PEM, leaf first)'} value={draft.certificate.cert} onChange={(cert) => set({ cert })} describedBy={describedBy} />
+          <PemInput id="client-key" label="Private key (PEM, unencrypted)" value={draft.certificate.key} onChange={(key) => set({ key })} describedBy={describedBy} />
+        </>
+      )}
+      <FieldError id="client_certificate-error" messages={errors} />
+    </fieldset>
+  );
+}
 
 const toMap = (pairs: Pair[]) => Object.fromEntries(pairs.filter((p) => p.name.trim() !== '').map((p) => [p.name.trim(), p.value]));
 const withNames = (pairs: Pair[], names: string[]) => [...pairs, ...names.filter((n) => !pairs.some((p) => p.name === n)).map((name) => ({ name, value: '' }))];
@@ -84,7 +137,7 @@ function Preview({ draft }: { draft: Draft }) {
       {preview.data && !preview.isError && preview.data.bodies.map((b, i) => (
         <figure key={i}>
           <figcaption>Body {i + 1} · <code>{b.content_type}</code></figcaption>
-          <pre data-testid="preview-body">{b.content_type === 'application/json' ? JSON.stringify(JSON.parse(b.body), null, 2) : b.body}</pre>
+          <pre data-testid="preview-body" tabIndex={0}>{b.content_type === 'application/json' ? JSON.stringify(JSON.parse(b.body), null, 2) : b.body}</pre>
         </figure>
       ))}
     </section>
@@ -110,6 +163,7 @@ export function WebhookForm() {
       setDraft({
         name: w.name, url: '', destination: w.destination, events: w.events, condition: w.condition, format: w.format, max_events: w.max_events, template: w.template,
         vars: Object.keys(w.vars).map((name) => ({ name, value: '' })), headers: Object.keys(w.headers).map((name) => ({ name, value: '' })),
+        rate: w.rate_limit_per_second === null ? '' : String(w.rate_limit_per_second), certificate: { cert: '', key: '', remove: false },
       });
       setLoaded(true);
     }
@@ -119,7 +173,11 @@ export function WebhookForm() {
   useEffect(() => setIssues([]), [draft]);
 
   const body = useMemo(() => {
-    const fields = { name: draft.name, events: draft.events, condition: draft.condition, destination: draft.destination, format: draft.format, max_events: draft.max_events, template: draft.template, vars: toMap(draft.vars), headers: toMap(draft.headers) };
+    const fields = {
+      name: draft.name, events: draft.events, condition: draft.condition, destination: draft.destination, format: draft.format, max_events: draft.max_events, template: draft.template, vars: toMap(draft.vars), headers: toMap(draft.headers),
+      rate_limit_per_second: draft.rate.trim() === '' ? null : Number(draft.rate),
+      ...certificateField(draft),
+    };
     return editing ? { ...fields, ...(draft.url ? { url: draft.url } : {}) } : { ...fields, url: draft.url };
   }, [draft, editing]);
 
@@ -214,6 +272,10 @@ export function WebhookForm() {
           <FieldError id="template-error" messages={err('template')} />
           <PairsEditor legend="Variables (.Vars)" field="vars" pairs={draft.vars} onChange={(vars) => setDraft({ ...draft, vars })} errors={err('vars')} keep={editing} />
           <PairsEditor legend="Custom headers" field="headers" pairs={draft.headers} onChange={(headers) => setDraft({ ...draft, headers })} errors={err('headers')} keep={editing} />
+          <label htmlFor="rate">Rate limit (requests per second to this webhook, across all workers; blank: none)</label>
+          <input id="rate" type="number" min={1} max={10_000} step={1} value={draft.rate} placeholder="none" onChange={(e) => setDraft({ ...draft, rate: e.target.value })} aria-invalid={err('rate_limit_per_second').length > 0} aria-describedby={describedBy('rate_limit_per_second')} />
+          <FieldError id="rate_limit_per_second-error" messages={err('rate_limit_per_second')} />
+          <ClientCertificateEditor draft={draft} setDraft={setDraft} stored={existing.data?.client_certificate} errors={err('client_certificate')} />
           {save.isError && !(save.error instanceof ApiError && save.error.status === 422) && <ErrorBox error={save.error} what="Saving" />}
           {issues.length > 0 && <p role="alert" className="failing">Not saved: fix the fields marked above.</p>}
           <div className="actions">

@@ -132,6 +132,8 @@ export function WebhookDetail() {
     ['template', w.template ? <pre>{w.template}</pre> : <span className="muted">blank: the default envelope</span>],
     ['vars', Object.keys(w.vars).length ? Object.keys(w.vars).map((n) => <code key={n} className="name">{n}</code>) : '—'],
     ['headers', Object.keys(w.headers).length ? Object.keys(w.headers).map((n) => <code key={n} className="name">{n}</code>) : '—'],
+    ['rate_limit_per_second', w.rate_limit_per_second === null ? <span className="muted">none</span> : `${w.rate_limit_per_second} requests/s`],
+    ['client_certificate', w.client_certificate ? <>SHA-256 <code className="fingerprint">{w.client_certificate.fingerprint_sha256}</code>, expires <When at={w.client_certificate.not_after} /></> : '—'],
     ['status', <><Status value={w.status} />{w.disabled_reason && ` (${w.disabled_reason})`}</>],
     ['disabled_reason', w.disabled_reason ?? '—'],
     ['failing_since', <When at={w.failing_since} />],

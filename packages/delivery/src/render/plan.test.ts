@@ -30,6 +30,8 @@ function storedWebhook(overrides: Partial<StoredWebhook> = {}): StoredWebhook {
     previousSecretEncrypted: null,
     previousSecretValidUntil: null,
     activeSince: new Date('2026-01-01T00:00:00.000Z'),
+    clientCertificateEncrypted: null,
+    rateLimitPerSecond: null,
     ...overrides,
   };
 }

@@ -30,6 +30,8 @@ const webhook: StoredWebhook = {
   previousSecretEncrypted: null,
   previousSecretValidUntil: null,
   activeSince: new Date(now.getTime() - 60_000),
+  clientCertificateEncrypted: null,
+  rateLimitPerSecond: null,
 };
 
 describe('RenderPool', () => {

@@ -46,5 +46,7 @@ describe('AdaptiveLimit', () => {
     expect(answerSignal({ statusCode: 404, error: 'http_404', durationMs: 3 })).toBe('ignored');
     expect(answerSignal({ statusCode: 0, error: 'blocked_address', durationMs: 0 })).toBe('ignored');
     expect(answerSignal({ statusCode: 0, error: 'tls_error', durationMs: 2 })).toBe('ignored');
+    // The service's own proxy failing says nothing of the receiver (CONTRACT 18).
+    expect(answerSignal({ statusCode: 0, error: 'proxy_error', durationMs: 2 })).toBe('ignored');
   });
 });
