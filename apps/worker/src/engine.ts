@@ -157,7 +157,8 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
       onUnexpectedError: (taskId, error) => logger.error({ taskId, err: (error as Error).message }, 'task step failed'),
     }),
   };
-  // A worker's concurrency of a queue is shared by its shards (each gets its share, at least one).
+  // Each shard gets the queue's whole concurrency: jobs taken wait for room (send slots, render threads) fairly by
+  // organisation, so one organisation's jobs filling a shard's share would hold back another's job on that shard.
   const concurrency: Record<JobName, number> = {
     fanout: RENDERING_JOB_CONCURRENCY,
     batch: RENDERING_JOB_CONCURRENCY,
@@ -183,7 +184,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
           worker: {
             connection: workerConnection,
             prefix: queuePrefix(prefix, name, SHARDED_QUEUES.has(name) ? shard : undefined),
-            concurrency: Math.max(1, Math.ceil(concurrency[name] / shards.length)),
+            concurrency: concurrency[name],
             ...(lockDuration[name] ? { lockDuration: lockDuration[name] } : {}),
           },
           logger,

@@ -1,5 +1,6 @@
 import { Queue, type Job } from 'bullmq';
 import type { Logger } from '@gatehook/core/logger';
+import { within } from '@gatehook/core/readiness';
 import type { RedisConnection } from '@gatehook/core/redis';
 import { queuePrefix } from '@gatehook/delivery/jobs';
 import { QueueConsumer } from './consumers';
@@ -74,7 +75,9 @@ export async function startPeriodic(deps: PeriodicDeps): Promise<Periodic> {
       const run = deps.run[name];
       if (!run) return null;
       try {
-        const result = await run();
+        // A run never holds its slot forever: one stuck on a connection that will not answer (a failover under way)
+        // fails after a minute or its interval, whichever is longer, and the next interval's run starts afresh.
+        const result = await within(run(), Math.max(60_000, deps.every[name]));
         deps.onRun?.(name, 'ok');
         return result ?? null;
       } catch (error) {

@@ -173,7 +173,8 @@ export async function startServiceProcess(app: 'api' | 'worker', env: Record<str
   const child: ChildProcess = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', path.join(root, `apps/${app}/src/main.ts`)], {
     cwd: root,
     env: { ...process.env, ...env, [app === 'api' ? 'PORT' : 'WORKER_PORT']: String(port), LOG_LEVEL: env.LOG_LEVEL ?? 'warn' },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    // GATEHOOK_TEST_SERVICE_LOGS=1 shows the services' logs (LOG_LEVEL, warn by default) when a scenario needs looking into.
+    stdio: ['ignore', process.env.GATEHOOK_TEST_SERVICE_LOGS ? 'inherit' : 'ignore', 'inherit'],
   });
   const exited = once(child, 'exit');
   await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 30_000, `${app} process`);

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
 import { freePort } from './processes';
 
 const run = promisify(execFile);
@@ -17,6 +18,8 @@ export interface TestRedisCluster {
   dir: string;
   /** The pid of the node on a port. */
   pid(port: number): number;
+  /** The port of the master that serves a key's slot now. */
+  masterOf(key: string): Promise<number>;
   /** Kills one node (SIGKILL, by pid): a master so killed is replaced by its replica, if it has one. */
   kill(port: number): Promise<void>;
   /** Stops every node (by pid) and removes the directory; safe to call twice. */
@@ -103,6 +106,20 @@ export async function startRedisCluster(options: { masters?: number; replicasPer
     replicas: ports.filter((_, i) => roles[i] === 'replica'),
     dir,
     pid: (port) => readPid(dir, port),
+    async masterOf(key) {
+      const alivePort = ports.find((p) => alive(readPid(dir, p)))!;
+      const slot = Number((await cli(alivePort, 'cluster', 'keyslot', key)).trim());
+      const admin = new Redis(alivePort, '127.0.0.1', { lazyConnect: true });
+      try {
+        await admin.connect();
+        const ranges = (await admin.cluster('SLOTS')) as unknown as [number, number, [string, number]][];
+        const owner = ranges.find(([start, end]) => slot >= start && slot <= end);
+        if (!owner) throw new Error(`no master serves slot ${slot}`);
+        return owner[2][1];
+      } finally {
+        admin.disconnect();
+      }
+    },
     async kill(port) {
       const pid = readPid(dir, port);
       if (alive(pid)) process.kill(pid, 'SIGKILL');
