@@ -36,7 +36,9 @@ export const CLUSTER_SUITES = [
 // Redis prefix, so files run in parallel. The `redis-cluster` project reruns CLUSTER_SUITES on a Redis Cluster its
 // global setup starts (and its teardown stops): `pnpm jest --selectProjects redis` runs the single-node suites only.
 const config: Config = {
-  testTimeout: 30_000,
+  // Hooks start whole stacks (a migrated database, the API and a worker with their render threads and queue
+  // consumers): on a loaded machine that alone can take half a minute. Tests wait for conditions, not for time.
+  testTimeout: 60_000,
   maxWorkers: '50%',
   globalSetup: '<rootDir>/packages/testkit/src/global-setup.ts',
   projects: [
