@@ -46,6 +46,8 @@ export interface Engine {
   legacy: LegacyDrain | null;
   /** Readiness: a round trip through every queue this worker consumes (bounded by the caller). */
   roundTrip(): Promise<void>;
+  /** This worker's webhook configuration cache (tests drop an organisation's entry once they wrote behind the API). */
+  configs: WebhookConfigs;
   /** Stops taking jobs, lets in-flight jobs finish (or hands them back), then closes every connection. */
   close(): Promise<void>;
 }
@@ -246,6 +248,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
   return {
     queues,
     metrics,
+    configs,
     consumers: allConsumers,
     periodic,
     legacy,

@@ -83,6 +83,9 @@ export async function startStack(env: Record<string, string> = {}, options: { re
     async writeWebhookRow(webhookId, data) {
       await api.db.webhook.update({ where: { id: webhookId }, data });
       await publishInvalidation(api.redis, config.REDIS_PREFIX, WEBHOOKS_TOPIC, [org.orgId]);
+      // The announcement reaches the worker's subscriber some time later (on a cluster, through another node): the
+      // test's next event must not race it, so this worker's entry is dropped here as well.
+      engine.configs.invalidate(org.orgId);
     },
     async ingest(events) {
       const r = await api.call('POST', '/audit-events', { key: org.admin, body: { events } });
