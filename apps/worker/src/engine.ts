@@ -109,6 +109,9 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
       slots: config.DELIVERY_CONCURRENCY,
       endpointMax: config.DELIVERY_ENDPOINT_CONCURRENCY,
       originMax: config.DELIVERY_ORIGIN_CONCURRENCY,
+      recall: (deliveryIds) => {
+        queues.recallWaiting(deliveryIds).catch((error: unknown) => logger.warn({ deliveries: deliveryIds.length, err: (error as Error).message }, 'could not recall waiting deliveries; they come back at their time'));
+      },
     }),
     pace: new WebhookPace(producer, { prefix, logger }),
     retrySchedule: config.DELIVERY_RETRY_SCHEDULE,

@@ -320,6 +320,19 @@ export class DeliveryQueues {
     );
   }
 
+  /**
+   * Brings deliveries' waiting jobs ({@link deliverLater}) forward to now: their webhook has room again. A job that is
+   * no longer delayed (running, done, taken by another worker) or gone is left as it is.
+   */
+  async recallWaiting(deliveryIds: readonly string[]): Promise<void> {
+    await Promise.all(
+      deliveryIds.map(async (id) => {
+        const job = await this.queueFor('deliver', id).getJob(waitingJobId(id));
+        await job?.promote().catch(() => undefined);
+      }),
+    );
+  }
+
   /** Schedules the first attempts of fresh deliveries, due now, in chunks: one job (and one lease) per chunk. */
   async deliverNow(deliveryIds: readonly string[], orgId?: string): Promise<void> {
     const jobs = [];

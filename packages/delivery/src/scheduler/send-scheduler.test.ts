@@ -1,5 +1,5 @@
 import { INITIAL_ENDPOINT_LIMIT } from './adaptive-limit';
-import { MAX_TURN_AWAY_MS, MIN_TURN_AWAY_MS, SendScheduler, type SendTarget, type SendTurn } from './send-scheduler';
+import { MAX_TURN_AWAY_MS, MIN_TURN_AWAY_MS, RECALL_WINDOW_MS, SendScheduler, type SendTarget, type SendTurn } from './send-scheduler';
 
 const far = () => Date.now() + 60_000;
 const quick = { statusCode: 200, error: null, durationMs: 3 };
@@ -172,5 +172,49 @@ describe('SendScheduler', () => {
     expect(results[2]).toBeNull(); // the newest waiter was turned away too, long before its deadline
     expect(Date.now() - started).toBeLessThan(900);
     first!.release(timeout);
+  });
+
+  it('recalls deliveries it turned away once their webhook has room, oldest first, as many as the room', async () => {
+    const recalls: string[][] = [];
+    const scheduler = new SendScheduler({ slots: 50, endpointMax: 2, originMax: 0, recall: (ids) => recalls.push(ids) });
+    const to = target('A', 'w');
+    const turns = [await scheduler.acquire(to, far()), await scheduler.acquire(to, far())];
+    for (const id of ['d1', 'd2', 'd3', 'd4', 'd5']) scheduler.noteWaiting(id, 'w');
+    // A waiter in line goes first: nothing is recalled while one waits.
+    const waiter = scheduler.acquire(to, far());
+    turns[0]!.release(quick);
+    const third = await waiter;
+    expect(recalls).toEqual([]);
+    // Room for one (limit 2, one in flight): the oldest turned away comes back, and counts against the room while on its way.
+    turns[1]!.release(quick);
+    expect(recalls).toEqual([['d1']]);
+    expect(scheduler.waitingFor('d1')).toBeUndefined();
+    third!.release(quick);
+    expect(recalls).toEqual([['d1'], ['d2']]);
+    // Back (its job runs): it no longer counts, so the next release recalls two.
+    scheduler.doneWaiting('d1');
+    scheduler.doneWaiting('d2');
+    const again = await scheduler.acquire(to, far());
+    again!.release(quick);
+    expect(recalls.at(-1)).toEqual(['d3', 'd4']);
+  });
+
+  it('does not recall into a webhook that is full, and stops counting recalls that never came back', async () => {
+    const recalls: string[][] = [];
+    const scheduler = new SendScheduler({ slots: 50, endpointMax: 1, originMax: 0, recall: (ids) => recalls.push(ids) });
+    const to = target('A', 'w');
+    const first = await scheduler.acquire(to, far());
+    scheduler.noteWaiting('d1', 'w');
+    scheduler.noteWaiting('d2', 'w');
+    expect(scheduler.isFull('w')).toBe(true);
+    first!.release(quick);
+    expect(recalls).toEqual([['d1']]); // d1's job never runs here (another worker took it)
+    const second = await scheduler.acquire(to, far());
+    second!.release(quick);
+    expect(recalls).toEqual([['d1']]); // d1 still counts against the room
+    await new Promise((resolve) => setTimeout(resolve, RECALL_WINDOW_MS + 20));
+    const third = await scheduler.acquire(to, far());
+    third!.release(quick);
+    expect(recalls).toEqual([['d1'], ['d2']]);
   });
 });

@@ -11,6 +11,11 @@ const HOLD_SMOOTHING = 0.2;
 const REMEMBERED_ENDPOINTS = 10_000;
 /** Deliveries turned away whose endpoint is remembered, so their next turn can be refused without I/O. */
 const REMEMBERED_WAITERS = 100_000;
+/**
+ * How long deliveries recalled to a webhook with room (SendSchedulerOptions.recall) count against that room while
+ * they are on their way back; a recall whose job another worker took, or that found no job, stops counting then.
+ */
+export const RECALL_WINDOW_MS = 1_000;
 
 /** Who a request is for: the organisation and webhook it is shared between, and the origin it goes to. */
 export interface SendTarget {
@@ -40,6 +45,12 @@ export interface SendSchedulerOptions {
   originMax: number;
   /** The limit a webhook starts with (tests). */
   initialEndpointLimit?: number;
+  /**
+   * Brings back early deliveries this process turned away from a webhook that now has room (nothing waiting, fewer
+   * in flight than its limit): their waiting jobs were delayed by the pace estimated while the webhook was full, and
+   * without a recall a burst would end in a trickle at that estimate long after the receiver was idle again.
+   */
+  recall?: (deliveryIds: string[]) => void;
 }
 
 interface Waiter {
@@ -97,7 +108,12 @@ export class SendScheduler {
   private readonly paces = new LRUCache<string, EndpointPace>({ max: REMEMBERED_ENDPOINTS });
   /** Deliveries turned away by a full webhook, with that webhook. */
   private readonly turnedAway = new Map<string, string>();
-  private readonly turnedAwayPerWebhook = new Map<string, number>();
+  /** The same per webhook, oldest first. */
+  private readonly turnedAwayPerWebhook = new Map<string, Set<string>>();
+  /** Deliveries recalled ({@link SendSchedulerOptions.recall}) and not yet back, with their webhook. */
+  private readonly recalled = new Map<string, string>();
+  /** Per webhook: how many recalled deliveries are on their way back, counted until `until`. */
+  private readonly recalling = new Map<string, { count: number; until: number }>();
 
   constructor(private readonly options: SendSchedulerOptions) {}
 
@@ -170,7 +186,9 @@ export class SendScheduler {
     }
     this.doneWaiting(deliveryId);
     this.turnedAway.set(deliveryId, webhookId);
-    this.turnedAwayPerWebhook.set(webhookId, (this.turnedAwayPerWebhook.get(webhookId) ?? 0) + 1);
+    let waiting = this.turnedAwayPerWebhook.get(webhookId);
+    if (!waiting) this.turnedAwayPerWebhook.set(webhookId, (waiting = new Set()));
+    waiting.add(deliveryId);
   }
 
   /** The webhook a delivery is known to wait for, if it was turned away before. */
@@ -180,12 +198,49 @@ export class SendScheduler {
 
   /** Forgets a delivery's wait once it gets a turn (or anything else happens to it). */
   doneWaiting(deliveryId: string): void {
+    const recalledBy = this.recalled.get(deliveryId);
+    if (recalledBy !== undefined) {
+      this.recalled.delete(deliveryId);
+      const pending = this.recalling.get(recalledBy);
+      if (pending && pending.count > 1) pending.count -= 1;
+      else this.recalling.delete(recalledBy);
+    }
     const webhookId = this.turnedAway.get(deliveryId);
     if (webhookId === undefined) return;
     this.turnedAway.delete(deliveryId);
-    const left = (this.turnedAwayPerWebhook.get(webhookId) ?? 1) - 1;
-    if (left > 0) this.turnedAwayPerWebhook.set(webhookId, left);
-    else this.turnedAwayPerWebhook.delete(webhookId);
+    const waiting = this.turnedAwayPerWebhook.get(webhookId);
+    waiting?.delete(deliveryId);
+    if (waiting?.size === 0) this.turnedAwayPerWebhook.delete(webhookId);
+  }
+
+  /**
+   * Recalls (SendSchedulerOptions.recall), oldest first, as many deliveries turned away from `endpoint` as it has
+   * room for now, counting those already on their way back, when nothing waits for it in this process.
+   */
+  private recallInto(endpoint: Endpoint, now = Date.now()): void {
+    const { recall } = this.options;
+    const webhookId = endpoint.target.webhookId;
+    const waiting = this.turnedAwayPerWebhook.get(webhookId);
+    if (!recall || !waiting || endpoint.waiters.length > 0) return;
+    let pending = this.recalling.get(webhookId);
+    if (pending && pending.until <= now) {
+      this.recalling.delete(webhookId);
+      pending = undefined;
+    }
+    const room = Math.min(endpoint.pace.limit.current - endpoint.inFlight, this.options.slots - this.inFlight) - (pending?.count ?? 0);
+    if (room <= 0) return;
+    const ids: string[] = [];
+    for (const deliveryId of waiting) {
+      ids.push(deliveryId);
+      if (ids.length >= room) break;
+    }
+    for (const deliveryId of ids) {
+      this.doneWaiting(deliveryId);
+      this.recalled.set(deliveryId, webhookId);
+    }
+    if (this.recalled.size > REMEMBERED_WAITERS) this.recalled.clear();
+    this.recalling.set(webhookId, { count: (pending?.count ?? 0) + ids.length, until: now + RECALL_WINDOW_MS });
+    recall(ids);
   }
 
   /**
@@ -196,7 +251,7 @@ export class SendScheduler {
   retryAt(webhookId: string, now = Date.now()): Date {
     const pace = this.paceOf(webhookId);
     const endpoint = this.endpoints.get(webhookId);
-    const ahead = (this.turnedAwayPerWebhook.get(webhookId) ?? 0) + (endpoint?.waiters.length ?? 0);
+    const ahead = (this.turnedAwayPerWebhook.get(webhookId)?.size ?? 0) + (endpoint?.waiters.length ?? 0);
     const hold = endpoint ? this.holdEstimate(endpoint, now) : (pace.holdMs ?? 0);
     const base = Math.min(MAX_TURN_AWAY_MS, Math.max(MIN_TURN_AWAY_MS, (ahead / pace.limit.current) * hold));
     return new Date(now + base + Math.floor(Math.random() * Math.min(base, 1_000)));
@@ -299,6 +354,7 @@ export class SendScheduler {
           pace.limit.update(answerSignal(result), endpoint.inFlight + 1);
         }
         this.pump();
+        this.recallInto(endpoint);
         this.forgetIfIdle(endpoint);
       },
     };
