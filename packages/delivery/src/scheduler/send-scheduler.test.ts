@@ -1,5 +1,5 @@
 import { INITIAL_ENDPOINT_LIMIT } from './adaptive-limit';
-import { MAX_TURN_AWAY_MS, MIN_TURN_AWAY_MS, RECALL_WINDOW_MS, SendScheduler, type SendTarget, type SendTurn } from './send-scheduler';
+import { MAX_TURN_AWAY_MS, MIN_TURN_AWAY_MS, RECALL_WINDOW_MS, SendScheduler, UNKNOWN_HOLD_MS, type SendTarget, type SendTurn } from './send-scheduler';
 
 const far = () => Date.now() + 60_000;
 const quick = { statusCode: 200, error: null, durationMs: 3 };
@@ -131,8 +131,10 @@ describe('SendScheduler', () => {
     const scheduler = new SendScheduler({ slots: 50, endpointMax: 1, originMax: 0 });
     const first = await scheduler.acquire(target('A', 'slow'), far());
     expect(first).not.toBeNull();
-    expect(await scheduler.acquire(target('A', 'slow'), Date.now() + 20)).toBeNull(); // the deadline passed
-    first!.release(timeout); // its pace is now known: about 0 ms here, so it waits
+    // No pace known yet (UNKNOWN_HOLD_MS): a request with 20 ms left is turned away at once.
+    expect(await scheduler.acquire(target('A', 'slow'), Date.now() + 20)).toBeNull();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    first!.release(timeout); // its pace is now known: about 20 ms
     const second = await scheduler.acquire(target('A', 'slow'), far());
     await new Promise((resolve) => setTimeout(resolve, 30));
     second!.release(timeout); // held 30 ms: a queue of several cannot be served within a 40 ms deadline
@@ -216,5 +218,24 @@ describe('SendScheduler', () => {
     const third = await scheduler.acquire(to, far());
     third!.release(quick);
     expect(recalls).toEqual([['d1'], ['d2']]);
+  });
+
+  it('a receiver that has never answered keeps a short line: the rest of a burst is turned away at once, not held', async () => {
+    const scheduler = new SendScheduler({ slots: 50, endpointMax: 50, originMax: 0 });
+    const to = target('A', 'fresh');
+    const deadline = Date.now() + 2000; // SLOT_WAIT_MS
+    const burst = requests(scheduler, to, 100, deadline);
+    await settle();
+    expect(burst.granted).toHaveLength(INITIAL_ENDPOINT_LIMIT);
+    // In line: as many as its starting limit can serve within the deadline at UNKNOWN_HOLD_MS a request.
+    const line = Math.floor((2000 / UNKNOWN_HOLD_MS) * INITIAL_ENDPOINT_LIMIT);
+    expect(scheduler.waiting).toBeLessThanOrEqual(line);
+    expect(burst.turnedAway.length).toBeGreaterThanOrEqual(100 - INITIAL_ENDPOINT_LIMIT - line);
+    // Once it answers quickly its pace is known, and a line as long as the deadline allows may wait.
+    burst.granted[0]!.release(quick);
+    await settle();
+    const more = requests(scheduler, to, 100, Date.now() + 2000);
+    await settle();
+    expect(more.turnedAway).toHaveLength(0);
   });
 });

@@ -5,6 +5,13 @@ import { AdaptiveLimit, answerSignal } from './adaptive-limit';
 export const MIN_TURN_AWAY_MS = 250;
 /** Longest: a delivery waiting on an endpoint that stays full looks again at least this often. */
 export const MAX_TURN_AWAY_MS = 60_000;
+/**
+ * The time per request assumed of a receiver that has never answered, until the age of its requests says more: so
+ * that one which hangs from its first request has a short line in the process (at the default 2 s slot wait and a
+ * starting limit of 2, 16 waiters), not one as long as the room, while its requests are still young. A fresh receiver
+ * that is quick answers within moments; those turned away meanwhile are recalled as soon as it has room.
+ */
+export const UNKNOWN_HOLD_MS = 250;
 /** Weight of the newest request in an endpoint's average time per request. */
 const HOLD_SMOOTHING = 0.2;
 /** Endpoints whose limit and pace are remembered while they have nothing in flight (least recently used forgotten). */
@@ -262,7 +269,7 @@ export class SendScheduler {
    * request in flight when that is longer (a receiver that has just started to hang, or has not answered yet).
    */
   private holdEstimate(endpoint: Endpoint, now: number): number {
-    let hold = endpoint.pace.holdMs ?? 0;
+    let hold = endpoint.pace.holdMs ?? UNKNOWN_HOLD_MS;
     for (const { at } of endpoint.started) hold = Math.max(hold, now - at);
     return hold;
   }
