@@ -1,0 +1,51 @@
+import { parseConfig } from '@gatehook/core/config';
+import { attemptSpan, currentTraceparent, inSpan, traceExport } from '@gatehook/core/tracing';
+
+const config = (env: Record<string, string>) => parseConfig({ NODE_ENV: 'test', ...env });
+
+describe('traceExport (the standard OTEL_* variables)', () => {
+  it('is off without an endpoint, whatever else is set', () => {
+    expect(traceExport(config({}))).toBeNull();
+    expect(traceExport(config({ OTEL_SERVICE_NAME: 'x', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_ENDPOINT: '' }))).toBeNull();
+  });
+
+  it('appends /v1/traces to the base endpoint, takes the traces endpoint as is, and defaults to http/protobuf', () => {
+    expect(traceExport(config({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }))).toEqual({ url: 'http://collector:4318/v1/traces', protocol: 'http/protobuf', headers: {} });
+    expect(traceExport(config({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/ingest' }))?.url).toBe('https://traces.example/ingest');
+    expect(traceExport(config({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }))?.protocol).toBe('http/json');
+    expect(traceExport(config({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' }))?.protocol).toBe('http/protobuf');
+  });
+
+  it('is off with OTEL_SDK_DISABLED=true', () => {
+    expect(traceExport(config({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }))).toBeNull();
+  });
+
+  it('parses the export headers, URL-decoded, traces headers over the common ones', () => {
+    const found = traceExport(config({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=a%2Cb, x-team = t1', OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-team=t2' }));
+    expect(found?.headers).toEqual({ 'x-api-key': 'a,b', 'x-team': 't2' });
+  });
+
+  it('refuses grpc, a non-HTTP endpoint and malformed headers without quoting their values', () => {
+    expect(() => config({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL: must be http\/protobuf or http\/json/);
+    expect(() => config({ OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://c' })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/);
+    let message = '';
+    try {
+      config({ OTEL_EXPORTER_OTLP_HEADERS: 'bad header=s3cr3t-value%' });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toMatch(/OTEL_EXPORTER_OTLP_HEADERS/);
+    expect(message).not.toContain('s3cr3t');
+  });
+});
+
+describe('the hooks with tracing off', () => {
+  it('run the work as is and add nothing', async () => {
+    expect(currentTraceparent()).toBeUndefined();
+    expect(await inSpan('gatehook.fanout', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', {}, async () => 7)).toBe(7);
+    const headers = { 'webhook-id': 'msg' };
+    const span = attemptSpan({ orgId: 'o', webhookId: 'w', deliveryId: 'd', origin: 'https://example.com' });
+    expect(span.headers(headers)).toBe(headers);
+    span.end({ statusCode: 200, error: null });
+  });
+});
