@@ -134,6 +134,28 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT set (http/json)', () => {
     for (const span of spans) for (const value of Object.values(span.attributes)) expect(String(value)).not.toMatch(/\/(direct|batched)\//);
   });
 
+  it('puts a retry in the same trace, beside the failed attempt, which carries its error code', async () => {
+    const r = await stack.receiver((_request, index) => (index === 0 ? { status: 503 } : { status: 200 }));
+    const hook = await stack.webhook(r, { events: ['policy.created'] });
+    const { traceId, header } = newTraceparent();
+    const res = await stack.api.call('POST', '/audit-events', { key: stack.org.admin, headers: { traceparent: header }, body: auditEvent() });
+    expect(res.status).toBe(202);
+    await r.waitFor((reqs) => reqs.length === 2);
+    const spans = await until(
+      async () => collector.spans().filter((s) => s.traceId === traceId),
+      (found) => found.filter((s) => s.name === 'gatehook.delivery.attempt' && s.attributes['gatehook.webhook.id'] === hook.id).length === 2,
+    );
+    const fanout = only(spans, 'gatehook.fanout');
+    const attempts = spans.filter((s) => s.name === 'gatehook.delivery.attempt' && s.attributes['gatehook.webhook.id'] === hook.id);
+    const failed = attempts.find((s) => s.attributes['http.response.status_code'] === 503)!;
+    const retried = attempts.find((s) => s.attributes['http.response.status_code'] === 200)!;
+    expect(failed).toMatchObject({ parentSpanId: fanout.spanId, statusCode: 2 });
+    expect(failed.attributes).toMatchObject({ 'gatehook.attempt.error': 'http_503', 'error.type': 'http_503' });
+    expect(retried).toMatchObject({ parentSpanId: fanout.spanId, statusCode: 0 });
+    expect(retried.attributes['gatehook.delivery.id']).toBe(failed.attributes['gatehook.delivery.id']);
+    expect(r.requests.map((q) => q.headers.traceparent)).toEqual([`00-${traceId}-${failed.spanId}-01`, `00-${traceId}-${retried.spanId}-01`]);
+  });
+
   it('traces a rate limit check under the gateway traceparent, with its decision', async () => {
     const { traceId, parentId, header } = newTraceparent();
     const res = await stack.api.call('POST', '/rate-limits/check', { key: stack.org.admin, headers: { traceparent: header }, body: { tool_key: 'github.create_issue' } });
