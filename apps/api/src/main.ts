@@ -22,7 +22,7 @@ async function main(): Promise<RunningService> {
   const config = loadConfig();
   const logger = createLogger({ name: 'gatehook-api', level: config.LOG_LEVEL });
   for (const warning of config.startupWarnings) logger.warn(warning);
-  const tracing = await startTracing(config, 'gatehook-api');
+  const tracing = await startTracing(config, 'gatehook-api', logger);
   if (tracing.enabled) logger.info({ traces: tracing.target }, 'exporting traces');
 
   const db = createDb(config.DATABASE_URL);

@@ -12,7 +12,7 @@ async function main(): Promise<RunningService> {
   const config = loadConfig();
   const logger = createLogger({ name: 'gatehook-worker', level: config.LOG_LEVEL });
   for (const warning of config.startupWarnings) logger.warn(warning);
-  const tracing = await startTracing(config, 'gatehook-worker');
+  const tracing = await startTracing(config, 'gatehook-worker', logger);
   if (tracing.enabled) logger.info({ traces: tracing.target }, 'exporting traces');
 
   const db = createDb(config.DATABASE_URL);

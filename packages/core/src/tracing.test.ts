@@ -1,5 +1,9 @@
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { parseConfig } from '@gatehook/core/config';
-import { attemptSpan, currentTraceparent, inSpan, traceExport } from '@gatehook/core/tracing';
+import { attemptSpan, currentTraceparent, inSpan, startTracing, STOP_EXPORT_TIMEOUT_MS, traceExport } from '@gatehook/core/tracing';
+import { until } from '@gatehook/testkit/until';
 
 const config = (env: Record<string, string>) => parseConfig({ NODE_ENV: 'test', ...env });
 
@@ -47,5 +51,35 @@ describe('the hooks with tracing off', () => {
     const span = attemptSpan({ orgId: 'o', webhookId: 'w', deliveryId: 'd', origin: 'https://example.com' });
     expect(span.headers(headers)).toBe(headers);
     span.end({ statusCode: 200, error: null });
+  });
+});
+
+describe('an export that fails', () => {
+  it('is a warning in the service log, with no URL in it; the traced work goes on, and stop() does not wait for it', async () => {
+    // A port nobody listens on: the export is refused.
+    const server = createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    server.close();
+    await once(server, 'close');
+
+    const warnings: { fields: Record<string, unknown>; message: string }[] = [];
+    const logger = { warn: (fields: Record<string, unknown>, message: string) => void warnings.push({ fields, message }) };
+    const tracing = await startTracing(config({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://user:pw@127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '10' }), 'gatehook-test', logger as never);
+    try {
+      expect(tracing.target).toBe(`http/protobuf to http://127.0.0.1:${port}`);
+      for (let i = 0; i < 3; i += 1) expect(await inSpan('gatehook.fanout', undefined, {}, async () => i)).toBe(i);
+      // The exporter retries a refused export for seconds before it gives up and the SDK reports it.
+      await until(async () => warnings.length, (n) => n > 0, 30_000);
+      expect(warnings[0]!.message).toMatch(/trace export failing/);
+      expect(JSON.stringify(warnings)).not.toMatch(/pw@|:\/\//);
+      await inSpan('gatehook.fanout', undefined, {}, async () => undefined);
+    } finally {
+      const started = Date.now();
+      await tracing.stop();
+      expect(Date.now() - started).toBeLessThan(STOP_EXPORT_TIMEOUT_MS + 1_000);
+    }
+    await tracing.stop();
   });
 });

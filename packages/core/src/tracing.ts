@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   context,
+  diag,
+  DiagLogLevel,
   defaultTextMapGetter,
   defaultTextMapSetter,
   ROOT_CONTEXT,
@@ -14,6 +16,7 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import type { Config } from './config';
+import type { Logger } from './logger';
 import { GATEHOOK_VERSION } from './version';
 
 /**
@@ -70,6 +73,32 @@ export interface Tracing {
 
 const OFF: Tracing = { enabled: false, target: null, flush: async () => undefined, stop: async () => undefined };
 
+/**
+ * Longest stop() waits for the last spans to be exported: a collector that is down (the exporter retries for
+ * seconds) must not hold a process's shutdown.
+ */
+export const STOP_EXPORT_TIMEOUT_MS = 2_000;
+
+/** Least time between two log lines about failing exports: a collector that is down is said once a minute. */
+export const EXPORT_WARNING_INTERVAL_MS = 60_000;
+
+/**
+ * The SDK's own errors (an export the collector refused or never got) as warnings of the service's log, at most one
+ * per EXPORT_WARNING_INTERVAL_MS, any URL in them masked.
+ */
+function warnOnErrors(logger: Pick<Logger, 'warn'>): void {
+  let last = -Infinity;
+  const warn = (message: string, ...args: unknown[]) => {
+    const now = Date.now();
+    if (now - last < EXPORT_WARNING_INTERVAL_MS) return;
+    last = now;
+    const detail = [message, ...args.map((a) => (a instanceof Error ? a.message : typeof a === 'string' ? a : ''))].filter(Boolean).join(' ');
+    logger.warn({ err: detail.replace(/\b[a-z][a-z0-9+.-]*:\/\/\S+/gi, '[url]').slice(0, 500) }, 'trace export failing; spans are being dropped');
+  };
+  const quiet = () => undefined;
+  diag.setLogger({ error: warn, warn, info: quiet, debug: quiet, verbose: quiet }, DiagLogLevel.WARN);
+}
+
 interface Active {
   tracer: Tracer;
   propagator: TextMapPropagator;
@@ -83,7 +112,7 @@ let active: Active | null = null;
  * in batches every OTEL_BSP_SCHEDULE_DELAY ms) and returns a handle to stop it; otherwise loads nothing and returns
  * a handle that does nothing. One per process: the API and the worker each call it once at start.
  */
-export async function startTracing(config: TracingConfig, serviceName: string): Promise<Tracing> {
+export async function startTracing(config: TracingConfig, serviceName: string, logger?: Pick<Logger, 'warn'>): Promise<Tracing> {
   const target = traceExport(config);
   if (target === null) return OFF;
   if (active !== null) throw new Error('tracing is already started in this process');
@@ -102,6 +131,7 @@ export async function startTracing(config: TracingConfig, serviceName: string): 
   });
   // Parents follow the work across awaits and into request body events.
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  if (logger) warnOnErrors(logger);
   active = { tracer: provider.getTracer('gatehook', GATEHOOK_VERSION), propagator: new W3CTraceContextPropagator() };
   let stopped: Promise<void> | null = null;
   return {
@@ -111,8 +141,14 @@ export async function startTracing(config: TracingConfig, serviceName: string): 
     stop() {
       stopped ??= (async () => {
         active = null;
-        await provider.shutdown().catch(() => undefined);
+        let timer: NodeJS.Timeout | undefined;
+        const gaveUp = new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, STOP_EXPORT_TIMEOUT_MS);
+        });
+        await Promise.race([provider.shutdown().catch(() => undefined), gaveUp]);
+        clearTimeout(timer);
         context.disable();
+        diag.disable();
       })();
       return stopped;
     },
