@@ -148,6 +148,8 @@ export interface Rig {
   org(): Promise<Org>;
   receiver(hang?: Hang): Promise<CountingReceiver>;
   startWorker(env?: Record<string, string>): Promise<ServiceProcess>;
+  /** Replaces the API process with one started with `env` added; `api` and `apiProcess` then name the new one. */
+  restartApi(env?: Record<string, string>): Promise<void>;
   stop(service: ServiceProcess): Promise<void>;
 }
 
@@ -191,8 +193,8 @@ export async function withRig<T>(use: (rig: Rig) => Promise<T>): Promise<T> {
       services.add(service);
       return service;
     };
-    const apiProcess = await start('api');
-    const api = `http://127.0.0.1:${apiProcess.port}`;
+    let apiProcess = await start('api');
+    let api = `http://127.0.0.1:${apiProcess.port}`;
     // A lean keep-alive client (node:http rather than fetch), so the load the bench makes costs it little CPU.
     const apiAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
     cleanups.push(async () => apiAgent.destroy());
@@ -213,8 +215,12 @@ export async function withRig<T>(use: (rig: Rig) => Promise<T>): Promise<T> {
         req.end(payload);
       });
     return await use({
-      api,
-      apiProcess,
+      get api() {
+        return api;
+      },
+      get apiProcess() {
+        return apiProcess;
+      },
       databaseUrl: database.url,
       db,
       encryptionKey: env.GATEHOOK_ENCRYPTION_KEY,
@@ -242,6 +248,12 @@ export async function withRig<T>(use: (rig: Rig) => Promise<T>): Promise<T> {
         return receiver;
       },
       startWorker: (extra) => start('worker', extra),
+      async restartApi(extra) {
+        services.delete(apiProcess);
+        await stopService(apiProcess);
+        apiProcess = await start('api', extra);
+        api = `http://127.0.0.1:${apiProcess.port}`;
+      },
       async stop(service) {
         services.delete(service);
         await stopService(service);
@@ -316,13 +328,19 @@ type WindowProbe = () => Promise<(arrived: number) => Promise<void>>;
  * pipeline busy until told to stop. `feed` returns how many events it handed over, so the caller can wait for
  * the backlog to drain and the next measurement starts on an idle stack. `probe` sees the window itself.
  */
-async function arrivalsPerSecond(receiver: Arrived, seconds: number, feed: (running: () => boolean) => Promise<number>, probe?: WindowProbe): Promise<number> {
+export async function arrivalsPerSecond(
+  receiver: Arrived,
+  seconds: number,
+  feed: (running: () => boolean) => Promise<number>,
+  probe?: WindowProbe,
+  warmupMs = throughputWarmupMs(seconds),
+): Promise<number> {
   let running = true;
   const fed = feed(() => running);
   // A feed that fails early is reported by the `await fed` below, not as an unhandled rejection meanwhile.
   fed.catch(() => undefined);
   try {
-    await sleep(throughputWarmupMs(seconds));
+    await sleep(warmupMs);
     const closeWindow = await probe?.();
     const before = receiver.arrivals.size;
     const started = performance.now();
@@ -340,7 +358,7 @@ async function arrivalsPerSecond(receiver: Arrived, seconds: number, feed: (runn
 }
 
 /** Keeps up to `backlog` ingested events undelivered, `eventsPerRequest` per POST from `clients` clients. */
-function ingestFeed(org: Org, receiver: Arrived, eventsPerRequest: number, backlog: number, clients = 4) {
+export function ingestFeed(org: Org, receiver: Arrived, eventsPerRequest: number, backlog: number, clients = 4) {
   return async (running: () => boolean) => {
     const base = receiver.arrivals.size;
     let accepted = 0;

@@ -12,6 +12,7 @@ import { ingestionFigures } from './ingestion';
 import { rateLimitFigures } from './ratelimit';
 import { recoverFigures } from './recover';
 import { retentionFigures } from './retention';
+import { tracingFigures } from './tracing';
 import type { Figure } from './measure';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 2);
@@ -22,6 +23,7 @@ const GROUPS: Record<string, (seconds: number) => Figure[] | Promise<Figure[]>> 
   ratelimit: rateLimitFigures,
   ingestion: ingestionFigures,
   delivery: deliveryFigures,
+  tracing: tracingFigures,
   fairness: fairnessFigures,
   egress: egressFigures,
   recover: recoverFigures,

@@ -5,6 +5,7 @@ import { SecretBox } from '@gatehook/core/encryption';
 import { createLogger } from '@gatehook/core/logger';
 import { connectRedis, redisTarget } from '@gatehook/core/redis';
 import { runService, type RunningService, closeRedis } from '@gatehook/core/service';
+import { startTracing } from '@gatehook/core/tracing';
 import { createDb } from '@gatehook/db/client';
 import { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { RenderPool } from '@gatehook/delivery/render/pool';
@@ -21,6 +22,8 @@ async function main(): Promise<RunningService> {
   const config = loadConfig();
   const logger = createLogger({ name: 'gatehook-api', level: config.LOG_LEVEL });
   for (const warning of config.startupWarnings) logger.warn(warning);
+  const tracing = await startTracing(config, 'gatehook-api', logger);
+  if (tracing.enabled) logger.info({ traces: tracing.target }, 'exporting traces');
 
   const db = createDb(config.DATABASE_URL);
   const target = redisTarget(config);
@@ -69,6 +72,7 @@ async function main(): Promise<RunningService> {
       await Promise.allSettled([queues.close(), egress.close(), rateLimiting.close(), render.close()]);
       subscriber.disconnect();
       await Promise.allSettled([db.$disconnect(), closeRedis(redis), closeRedis(producer)]);
+      await tracing.stop();
     },
   };
 }

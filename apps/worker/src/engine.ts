@@ -4,6 +4,7 @@ import type { Config } from '@gatehook/core/config';
 import { connectRedis, isCluster, redisTarget } from '@gatehook/core/redis';
 import type { SecretBox } from '@gatehook/core/encryption';
 import type { Logger } from '@gatehook/core/logger';
+import { inSpan, withTraceparent } from '@gatehook/core/tracing';
 import type { Db } from '@gatehook/db/client';
 import { InvalidationBus, publishInvalidation } from '@gatehook/cache/invalidation';
 import { sqlPool } from '@gatehook/db/client';
@@ -131,22 +132,22 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
 
   const processors: Record<JobName, Processor> = {
     fanout: async (job: Job) => {
-      const { orgId, eventIds, recovered } = JOBS.fanout.parse(job.data);
-      const result = await fanOutGuarded(context, orgId, eventIds, { counted: countsItsStart(job, recovered === true) });
+      const { orgId, eventIds, recovered, trace } = JOBS.fanout.parse(job.data);
+      const result = await inSpan('gatehook.fanout', trace, { 'gatehook.org.id': orgId, 'gatehook.event.count': eventIds.length }, () => fanOutGuarded(context, orgId, eventIds, { counted: countsItsStart(job, recovered === true) }), (r) => ({ 'gatehook.delivery.count': r.deliveries }));
       for (const f of result.failed) metrics.fanoutFailures.inc({ outcome: f.parked ? 'parked' : 'failed' });
       return { events: result.events, deliveries: result.deliveries, failed: result.failed.length };
     },
     batch: async (job: Job) => {
-      const { webhookId, orgId } = JOBS.batch.parse(job.data);
-      return flushBatch(context, webhookId, orgId);
+      const { webhookId, orgId, trace } = JOBS.batch.parse(job.data);
+      return inSpan('gatehook.batch.flush', trace, { 'gatehook.webhook.id': webhookId }, () => flushBatch(context, webhookId, orgId), (r) => ({ 'gatehook.delivery.count': r.deliveries }));
     },
     deliver: async (job: Job, token?: string) => {
-      const { deliveryIds, orgId } = JOBS.deliver.parse(job.data);
-      const outcome = await runner.run(deliveryIds, orgId ?? '');
+      const { deliveryIds, orgId, trace } = JOBS.deliver.parse(job.data);
+      const outcome = await withTraceparent(trace, () => runner.run(deliveryIds, orgId ?? ''));
       // Deliveries turned away by a full webhook come back when it can take them, holding no slot, each under its
       // one waiting job: this job, when it is that job (it moves back to the delayed set), else a job of its own.
       const own = outcome.busy.find((b) => job.id === waitingJobId(b.id));
-      await queues.deliverLater(outcome.busy.filter((b) => b !== own).map((b) => ({ id: b.id, dueAt: b.retryAt })), orgId);
+      await withTraceparent(trace, () => queues.deliverLater(outcome.busy.filter((b) => b !== own).map((b) => ({ id: b.id, dueAt: b.retryAt })), orgId));
       if (own) {
         await job.moveToDelayed(own.retryAt.getTime(), token);
         throw new DelayedError();

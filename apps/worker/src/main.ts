@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { SecretBox } from '@gatehook/core/encryption';
 import { createLogger } from '@gatehook/core/logger';
 import { runService, type RunningService } from '@gatehook/core/service';
+import { startTracing } from '@gatehook/core/tracing';
 import { createDb } from '@gatehook/db/client';
 import { loadConfig } from './env';
 import { startEngine } from './engine';
@@ -11,6 +12,8 @@ async function main(): Promise<RunningService> {
   const config = loadConfig();
   const logger = createLogger({ name: 'gatehook-worker', level: config.LOG_LEVEL });
   for (const warning of config.startupWarnings) logger.warn(warning);
+  const tracing = await startTracing(config, 'gatehook-worker', logger);
+  if (tracing.enabled) logger.info({ traces: tracing.target }, 'exporting traces');
 
   const db = createDb(config.DATABASE_URL);
 
@@ -31,6 +34,7 @@ async function main(): Promise<RunningService> {
       // Workers finish their in-flight jobs (or hand them back) before connections close.
       await engine.close();
       await db.$disconnect();
+      await tracing.stop();
     },
   };
 }

@@ -45,6 +45,32 @@ function isProxyUrl(value: string): boolean {
   }
 }
 
+/** OTLP over HTTP only: `grpc` would need a second transport for the same spans. */
+const otlpProtocol = z.enum(['http/protobuf', 'http/json'], { message: 'must be http/protobuf or http/json (grpc is not supported)' });
+
+/** OTEL_EXPORTER_OTLP_HEADERS: `key=value` pairs separated by commas, values URL-encoded (the OpenTelemetry format). */
+const otlpHeaders = z.string().transform((value, ctx) => {
+  const headers: Record<string, string> = {};
+  for (const pair of value.split(',')) {
+    if (pair.trim() === '') continue;
+    const at = pair.indexOf('=');
+    const name = at > 0 ? pair.slice(0, at).trim() : '';
+    let decoded: string | null = null;
+    try {
+      decoded = decodeURIComponent(pair.slice(at + 1).trim());
+    } catch {
+      decoded = null;
+    }
+    // The message never quotes the value: it is often a backend's API key.
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) || decoded === null) {
+      ctx.addIssue({ code: 'custom', message: 'must be comma-separated key=value pairs with URL-encoded values' });
+      return z.NEVER;
+    }
+    headers[name] = decoded;
+  }
+  return headers;
+});
+
 const envSchema = z.object({
   // Unset is treated as production: a deployment that forgot NODE_ENV must not fall back to the development key.
   NODE_ENV: z.enum(['development', 'test', 'production']).optional(),
@@ -115,6 +141,23 @@ const envSchema = z.object({
   /** Memory store: most live counters of one organisation (it evicts only its own past this) and of the process. */
   RATE_LIMIT_MEMORY_COUNTERS_PER_ORG: integer(1).default(100_000),
   RATE_LIMIT_MEMORY_COUNTERS: integer(1).default(1_000_000),
+  /**
+   * Traces (CONTRACT 17), the standard OpenTelemetry variables: with an endpoint set, the process exports its
+   * spans over OTLP/HTTP (packages/core/src/tracing.ts); without one, no SDK is started.
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  /** The traces endpoint itself (used as is, where the base endpoint gets `/v1/traces` appended). */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: otlpProtocol.default('http/protobuf'),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol.optional(),
+  /** Headers of every export request (`key=value,key2=value2`, values URL-encoded), e.g. a backend's API key. */
+  OTEL_EXPORTER_OTLP_HEADERS: otlpHeaders.default({}),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: otlpHeaders.default({}),
+  OTEL_SERVICE_NAME: z.string().optional(),
+  /** Most milliseconds an ended span waits before it is exported (in a batch with the others). */
+  OTEL_BSP_SCHEDULE_DELAY: integer(0, 600_000).default(5_000),
+  /** `true` turns traces off whatever the endpoint. */
+  OTEL_SDK_DISABLED: z.enum(['true', 'false']).default('false'),
   /** Management API throttling per API key (CONTRACT 14); 0 turns it off. */
   API_RATE_LIMIT_PER_SECOND: integer(0, 1_000_000).default(50),
   API_RATE_LIMIT_BURST: integer(1, 1_000_000).default(200),

@@ -1,3 +1,4 @@
+import { attemptSpan } from '@gatehook/core/tracing';
 import { GroupCommit } from '@gatehook/db/group-commit';
 import { leaseDeliveries, recordAttempts, releaseDeliveries, type AttemptRecord, type LeasedDelivery, type Release } from '@gatehook/db/deliveries';
 import type { SendResult } from '@gatehook/egress/client';
@@ -212,11 +213,13 @@ export class AttemptRunner {
         deps.onFinished?.('failed');
         return 'cancelled';
       }
-      result = await deps.send({ url: request.url, headers: request.headers, body: request.body, clientCertificate: request.clientCertificate }).catch(
+      const span = attemptSpan({ orgId: delivery.orgId, webhookId: webhook.id, deliveryId: delivery.id, origin: webhook.origin });
+      result = await deps.send({ url: request.url, headers: span.headers(request.headers), body: request.body, clientCertificate: request.clientCertificate }).catch(
         // The sender reports failures as results; an exception is a bug there, recorded as a network error.
         (): SendResult => ({ statusCode: 0, error: 'network_error', durationMs: Date.now() - startedAt.getTime(), responseSnippet: '', retryAfter: null }),
       );
       answered = result;
+      span.end(result);
     } finally {
       turn.release(answered);
     }

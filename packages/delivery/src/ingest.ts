@@ -1,6 +1,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import { AppError } from '@gatehook/core/errors';
 import type { Logger } from '@gatehook/core/logger';
+import { annotateSpan, currentTraceparent } from '@gatehook/core/tracing';
 import { sqlPool, type Db } from '@gatehook/db/client';
 import { GroupCommit } from '@gatehook/db/group-commit';
 import { insertAuditEvents, type OutboxEvent } from '@gatehook/db/outbox';
@@ -20,7 +21,8 @@ export interface IngestResult {
   ids: string[];
 }
 
-type OutboxWrite = { events: OutboxEvent[] };
+/** A request's events, and the trace their fan-out continues (the ingestion span's; absent when tracing is off). */
+type OutboxWrite = { events: OutboxEvent[]; trace?: string | undefined };
 
 // One group commit per process and queue producer: concurrent ingestions share one INSERT and one enqueue.
 const outboxes = new WeakMap<object, GroupCommit<OutboxWrite, void>>();
@@ -35,9 +37,10 @@ function outboxOf(deps: IngestDeps): GroupCommit<OutboxWrite, void> {
       async (writes) => {
         const inserted = await insertAuditEvents(pool, writes.flatMap((w) => w.events));
         if (inserted.length > 0 && deps.queues) {
+          const traced = writes.some((w) => w.trace !== undefined) ? new Map(writes.flatMap((w) => w.events.map((e) => [`${e.data.org_id} ${e.data.id}`, w.trace] as const))) : null;
           // Enqueued after the commit, merged with other flushes' events, without holding the answers: the events
           // are committed, and the reconciler fans out whatever Redis does not take.
-          deps.queues.fanoutMerged(inserted).catch((error: unknown) => {
+          deps.queues.fanoutMerged(traced ? inserted.map((e) => ({ ...e, trace: traced.get(`${e.orgId} ${e.id}`) })) : inserted).catch((error: unknown) => {
             deps.logger?.warn({ err: (error as Error).message, events: inserted.length }, 'fan-out enqueue failed; the reconciler will pick the events up');
           });
         }
@@ -96,12 +99,14 @@ export async function ingestAuditEvents(
   const outbox = outboxOf(deps);
   try {
     const all = [...rows.values()];
-    for (let i = 0; i < all.length; i += MAX_EVENTS_PER_STATEMENT) await outbox.submit({ events: all.slice(i, i + MAX_EVENTS_PER_STATEMENT) });
+    const trace = currentTraceparent();
+    for (let i = 0; i < all.length; i += MAX_EVENTS_PER_STATEMENT) await outbox.submit({ events: all.slice(i, i + MAX_EVENTS_PER_STATEMENT), trace });
   } catch (error) {
     if (isDatabaseUnavailable(error)) {
       throw new AppError('unavailable', 'The event store is unavailable; nothing was recorded. Retry later.', undefined, { 'retry-after': '5' });
     }
     throw error;
   }
+  annotateSpan({ 'gatehook.event.count': ids.length });
   return { accepted: ids.length, ids };
 }

@@ -5,6 +5,7 @@ import { Queue, type Job, type JobsOptions, type JobType } from 'bullmq';
 import { z } from 'zod';
 import { within } from '@gatehook/core/readiness';
 import type { RedisConnection } from '@gatehook/core/redis';
+import { currentTraceparent } from '@gatehook/core/tracing';
 import { GroupCommit } from '@gatehook/db/group-commit';
 
 /** Longest a merged fan-out enqueue may take before its events are left to the reconciler. */
@@ -26,6 +27,12 @@ export const DELIVER_CHUNK = 200;
 export const TASK_DELIVER_PRIORITY = 100;
 
 /**
+ * The W3C `traceparent` of the span a job continues (CONTRACT 17: ingestion → fan-out → attempts); present only
+ * when the producer traces.
+ */
+const trace = z.string().max(128).optional();
+
+/**
  * The job catalogue: every queue with the schema of its job data. Producers (API, worker, reconciler) and
  * processors (worker) both go through it. Postgres is the source of truth: a job only says "look at this",
  * so a lost or duplicated job never loses or duplicates a delivery.
@@ -37,9 +44,10 @@ export const JOBS = {
     eventIds: z.array(z.uuid()).min(1).max(1000),
     /** A reconciler copy: its run counts its start on each event (packages/delivery/src/fanout-parking.ts). */
     recovered: z.literal(true).optional(),
+    trace,
   }),
   /** Turn a webhook's buffered batch items into deliveries (full batches, or those older than the linger). */
-  batch: z.object({ webhookId: z.uuid(), orgId: z.uuid().optional() }),
+  batch: z.object({ webhookId: z.uuid(), orgId: z.uuid().optional(), trace }),
   /**
    * Make the next attempt of deliveries: a chunk of fresh deliveries of one fan-out (one lease statement for all),
    * or one delivery whose retry is due (retries stay individual jittered delayed jobs).
@@ -48,6 +56,7 @@ export const JOBS = {
     deliveryIds: z.array(z.uuid()).min(1).max(DELIVER_CHUNK),
     /** The organisation of the deliveries: the worker's room is shared fairly by it (absent in older jobs). */
     orgId: z.uuid().optional(),
+    trace,
   }),
   /** Take the next step (one page) of a recover or replay task (CONTRACT 11; packages/delivery/src/tasks.ts). */
   task: z.object({ taskId: z.uuid() }),
@@ -135,24 +144,33 @@ export function waitingJobId(deliveryId: string): string {
 
 /** A deliver job's data: the deliveries, and their organisation when the producer knows it. */
 function deliverData(deliveryIds: string[], orgId: string | undefined): JobData<'deliver'> {
-  return orgId ? { deliveryIds, orgId } : { deliveryIds };
+  const data: JobData<'deliver'> = orgId ? { deliveryIds, orgId } : { deliveryIds };
+  return withTrace(data, currentTraceparent());
+}
+
+/** Job data with the trace it continues, when there is one. */
+function withTrace<D extends { trace?: string | undefined }>(data: D, traceparent: string | undefined): D {
+  if (traceparent !== undefined) data.trace = traceparent;
+  return data;
 }
 
 /** An audit event committed to the outbox, to be fanned out. */
 export interface CommittedEvent {
   orgId: string;
   id: string;
+  /** The traceparent of the ingestion span (tracing on). */
+  trace?: string | undefined;
 }
 
 type BulkJob = { name: string; data: unknown; opts?: JobsOptions };
 
 /** Fan-out jobs for committed events, in chunks of at most 1000 ids (or `chunk`); see {@link DeliveryQueues.fanout}. */
-function fanoutJobs(orgId: string, eventIds: readonly string[], opts: { recovered?: boolean; chunk?: number } = {}): (BulkJob & { key: string })[] {
+function fanoutJobs(orgId: string, eventIds: readonly string[], opts: { recovered?: boolean; chunk?: number; trace?: string | undefined } = {}): (BulkJob & { key: string })[] {
   const size = Math.min(Math.max(1, opts.chunk ?? 1000), 1000);
   const jobs = [];
   for (let i = 0; i < eventIds.length; i += size) {
     const chunk = eventIds.slice(i, i + size);
-    const data: JobData<'fanout'> = opts.recovered ? { orgId, eventIds: chunk, recovered: true } : { orgId, eventIds: chunk };
+    const data = withTrace<JobData<'fanout'>>(opts.recovered ? { orgId, eventIds: chunk, recovered: true } : { orgId, eventIds: chunk }, opts.trace);
     // The shard follows the chunk's first event: a reconciler copy of a chunk meets its deduplication id there.
     jobs.push({ name: 'fanout', data, opts: opts.recovered ? { deduplication: { id: listId('f', chunk) } } : {}, key: chunk[0]! });
   }
@@ -269,13 +287,15 @@ export class DeliveryQueues {
   }
 
   private async enqueueMerged(items: (readonly CommittedEvent[])[]): Promise<void[]> {
-    const byOrg = new Map<string, string[]>();
-    for (const { orgId, id } of items.flat()) {
-      const ids = byOrg.get(orgId);
-      if (ids) ids.push(id);
-      else byOrg.set(orgId, [id]);
+    // One job per organisation and trace: a traced request's events are fanned out in a span of their own trace.
+    const byOrg = new Map<string, { orgId: string; trace: string | undefined; ids: string[] }>();
+    for (const { orgId, id, trace } of items.flat()) {
+      const key = trace === undefined ? orgId : `${orgId} ${trace}`;
+      const group = byOrg.get(key);
+      if (group) group.ids.push(id);
+      else byOrg.set(key, { orgId, trace, ids: [id] });
     }
-    const jobs = [...byOrg].flatMap(([orgId, ids]) => fanoutJobs(orgId, ids));
+    const jobs = [...byOrg.values()].flatMap(({ orgId, trace, ids }) => fanoutJobs(orgId, ids, { trace }));
     await within(this.addSharded('fanout', jobs), ENQUEUE_TIMEOUT_MS);
     return items.map(() => undefined);
   }
@@ -285,7 +305,7 @@ export class DeliveryQueues {
    * duplicates only cost a query; the id limits them to one per webhook per `bucket`.
    */
   async flushBatch(webhookId: string, delayMs: number, bucket: string | number, orgId?: string): Promise<void> {
-    const data: JobData<'batch'> = orgId ? { webhookId, orgId } : { webhookId };
+    const data = withTrace<JobData<'batch'>>(orgId ? { webhookId, orgId } : { webhookId }, currentTraceparent());
     await this.queueFor('batch', webhookId).add('batch', data, { jobId: `b.${webhookId}.${bucket}`, delay: Math.max(0, delayMs) });
   }
 

@@ -1,5 +1,6 @@
 import { publishInvalidation } from '@gatehook/cache/invalidation';
 import type { Config } from '@gatehook/core/config';
+import { startTracing, type Tracing } from '@gatehook/core/tracing';
 import type { Prisma } from '@gatehook/db/client';
 import { WEBHOOKS_TOPIC } from '@gatehook/delivery/webhook-configs';
 import { createTestOrg, startTestApi, testConfig, type TestApi, type TestOrg } from './api';
@@ -13,6 +14,8 @@ export interface Stack {
   api: TestApi;
   engine: Awaited<ReturnType<typeof startTestEngine>>;
   org: TestOrg;
+  /** The process's tracing, started for the API and the engine when `env` sets an OTLP endpoint. */
+  tracing: Tracing;
   /** Starts an HTTPS receiver that the stack closes with itself. */
   receiver(reply?: ReplyFn, options?: { clientCa?: string }): Promise<TestReceiver>;
   /** Creates a webhook pointing at a receiver; returns its id and signing secret. */
@@ -61,6 +64,7 @@ export async function startStack(env: Record<string, string> = {}, options: { re
     RECONCILE_INTERVAL_MS: '500',
     ...env,
   });
+  const tracing = await startTracing(config, 'gatehook-test');
   const api = await startTestApi({ config });
   const engine = await startTestEngine(config, options);
   const org = await createTestOrg(api.db);
@@ -70,6 +74,7 @@ export async function startStack(env: Record<string, string> = {}, options: { re
     api,
     engine,
     org,
+    tracing,
     async receiver(reply, receiverOptions) {
       const started = await startReceiver(reply, receiverOptions);
       receivers.push(started);
@@ -123,6 +128,7 @@ export async function startStack(env: Record<string, string> = {}, options: { re
       await Promise.allSettled(receivers.map((r) => r.close()));
       await engine.stop();
       await api.close();
+      await tracing.stop();
       await database.drop();
     },
   };

@@ -1,5 +1,6 @@
 import type { Counter } from 'prom-client';
 import { checkRequestSchema } from '@gatehook/core/rate-limit-rule-schema';
+import { annotateSpan } from '@gatehook/core/tracing';
 import type { Decision, RateLimiter } from '@gatehook/ratelimit/limiter';
 import { toDecisionView } from '../services/rate-limit-check';
 import type { ApiKeyCache } from './api-keys';
@@ -26,6 +27,7 @@ export interface CheckPathDeps {
 export function checkPath(deps: CheckPathDeps): FastHandler {
   const answer = (decision: Decision): FastAnswer => {
     deps.decisions.inc({ outcome: decision.allowed ? 'allowed' : 'denied', source: decision.source });
+    annotateSpan({ 'gatehook.rate_limit.allowed': decision.allowed, 'gatehook.rate_limit.source': decision.source });
     return { status: 200, body: toDecisionView(decision) };
   };
   return fastHandler(deps.keys, {

@@ -3,6 +3,7 @@ import type { Express, RequestHandler } from 'express';
 import type { Principal } from '@gatehook/core/api-keys';
 import { AppError } from '@gatehook/core/errors';
 import type { Logger } from '@gatehook/core/logger';
+import { annotateSpan, traceRequest } from '@gatehook/core/tracing';
 import type { Access } from './auth';
 import { authenticate, authorize } from './auth';
 import type { ApiKeyCache } from './api-keys';
@@ -58,6 +59,7 @@ export function fastHandler(keys: ApiKeyCache, def: FastRoute): FastHandler {
   };
 
   const run = (res: ServerResponse, fail: (error: unknown) => void, principal: Principal, raw: string) => {
+    annotateSpan({ 'gatehook.org.id': principal.orgId });
     try {
       let body: unknown;
       try {
@@ -133,10 +135,12 @@ export function withFastPaths(
       passed = true;
       app(req, res);
     };
-    handler.handle(req, res, pass, (error) => {
-      if (res.headersSent) return;
-      sendError(res, toAppError(error, logger, 'POST', handler.path));
-    });
+    traceRequest(req, res, handler.path, () =>
+      handler.handle(req, res, pass, (error) => {
+        if (res.headersSent) return;
+        sendError(res, toAppError(error, logger, 'POST', handler.path));
+      }),
+    );
   };
 }
 
