@@ -186,7 +186,9 @@ export class AttemptRunner {
       releases.push({ id: delivery.id, lease: delivery.leasedUntil });
       // The time it comes back counts the deliveries already waiting for the webhook, not itself.
       const busyUntil = deps.scheduler.retryAt(webhook.id);
-      deps.scheduler.noteWaiting(delivery.id, webhook.id);
+      // A paced webhook's deliveries come back at their turns (webhook-pace.ts), never recalled early: a recalled
+      // delivery whose turn has not come would be turned away again, pushing the turns of the others back.
+      if (webhook.rateLimitPerSecond === null) deps.scheduler.noteWaiting(delivery.id, webhook.id);
       return { busyUntil };
     }
     // A paced webhook's turn is taken once the slot is held, so a granted request leaves at once: taken before, it

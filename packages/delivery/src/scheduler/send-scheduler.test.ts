@@ -238,4 +238,16 @@ describe('SendScheduler', () => {
     await settle();
     expect(more.turnedAway).toHaveLength(0);
   });
+
+  it('recalls nothing when a slot is handed back unused (a paced request refused its turn)', async () => {
+    const recalls: string[][] = [];
+    const scheduler = new SendScheduler({ slots: 50, endpointMax: 2, originMax: 0, recall: (ids) => recalls.push(ids) });
+    const turn = await scheduler.acquire(target('A', 'paced'), far());
+    scheduler.noteWaiting('d1', 'paced');
+    turn!.release();
+    expect(recalls).toEqual([]);
+    const sent = await scheduler.acquire(target('A', 'paced'), far());
+    sent!.release(quick);
+    expect(recalls).toEqual([['d1']]);
+  });
 });

@@ -361,7 +361,8 @@ export class SendScheduler {
           pace.limit.update(answerSignal(result), endpoint.inFlight + 1);
         }
         this.pump();
-        this.recallInto(endpoint);
+        // Only a request that was sent and ended says the webhook has room (a slot handed back unused says nothing).
+        if (result) this.recallInto(endpoint);
         this.forgetIfIdle(endpoint);
       },
     };
