@@ -1,5 +1,6 @@
 import type { Db, Prisma } from './client';
-import type { AuditEvent, WebhookTask as WebhookTaskRow } from './generated/client';
+import { Prisma as PrismaSql, type AuditEvent, type WebhookTask as WebhookTaskRow } from './generated/client';
+import { guard, retryableWhere } from './delivery/status';
 
 export type TaskKind = 'recover' | 'replay';
 export type TaskStatus = 'running' | 'succeeded' | 'failed';
@@ -183,7 +184,7 @@ export async function dueBacklog(
     SELECT
       (SELECT count(*)::int FROM (
          SELECT 1 FROM deliveries
-         WHERE webhook_id = ${webhookId}::uuid AND status IN ('pending', 'retrying') AND next_retry_at <= ${now}
+         WHERE webhook_id = ${webhookId}::uuid AND ${PrismaSql.raw(guard.queued(''))} AND next_retry_at <= ${now}
          LIMIT ${caps.due}) d) AS due,
       (SELECT count(*)::int FROM (SELECT 1 FROM batch_items WHERE webhook_id = ${webhookId}::uuid LIMIT ${caps.buffered}) b) AS buffered`;
   return rows[0] ?? { due: 0, buffered: 0 };
@@ -191,7 +192,7 @@ export async function dueBacklog(
 
 /** Where a recover task looks: this webhook's failed deliveries with a stored body, created in [since, until). */
 function recoverableWhere(task: Pick<WebhookTask, 'webhookId' | 'since' | 'until'>): Prisma.DeliveryWhereInput {
-  return { webhookId: task.webhookId, status: 'failed', bodyEncrypted: { not: null }, createdAt: { gte: task.since, lt: task.until } };
+  return { webhookId: task.webhookId, ...retryableWhere, createdAt: { gte: task.since, lt: task.until } };
 }
 
 /** How many deliveries a recover task has in its window now. */

@@ -1,5 +1,6 @@
 import { GroupCommit } from '@gatehook/db/group-commit';
-import { leaseDeliveries, recordAttempts, releaseDeliveries, type AttemptRecord, type LeasedDelivery, type Release } from '@gatehook/db/deliveries';
+import { leaseDeliveries, releaseDeliveries, type LeasedDelivery, type Release } from '@gatehook/db/delivery/lease';
+import { recordAttempts, type AttemptRecord } from '@gatehook/db/delivery/record';
 import type { SendResult } from '@gatehook/egress/client';
 import { Admission } from './admission';
 import { streakChanges, trippedBreakers } from './circuit-breaker';

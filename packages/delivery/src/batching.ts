@@ -1,4 +1,6 @@
-import { commitBatch, countBatchItems, dropBatchItems, readBatchItems } from '@gatehook/db/deliveries';
+import { countBatchItems, readBatchItems } from '@gatehook/db/delivery/batch-buffer';
+import { dropBatchItems } from '@gatehook/db/delivery/cancel';
+import { commitBatch } from '@gatehook/db/delivery/create';
 import { readEvents } from '@gatehook/db/outbox';
 import { loadWebhook } from '@gatehook/db/webhooks';
 import { dispatchDeliveries } from './dispatch';

@@ -1,4 +1,4 @@
-import type { StreakChange } from '@gatehook/db/deliveries';
+import type { StreakChange } from '@gatehook/db/delivery/record';
 import type { WebhookEffect } from './outcome';
 
 /** One attempt's effect on its webhook, at the instant the attempt finished. */

@@ -2,7 +2,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { SecretBox } from '@gatehook/core/encryption';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import { sanitiseText } from '@gatehook/core/sanitise';
-import type { NewDelivery } from '@gatehook/db/deliveries';
+import type { NewDelivery } from '@gatehook/db/delivery/create';
 import { packBodies, type RenderedEvent } from './bodies';
 import { sealBody } from './stored-body';
 import type { AuditEventData } from './envelope';

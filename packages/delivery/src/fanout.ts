@@ -1,4 +1,5 @@
-import { commitFanout, readPendingEvents } from '@gatehook/db/outbox';
+import { commitFanout } from '@gatehook/db/delivery/create';
+import { readPendingEvents } from '@gatehook/db/outbox';
 import { scheduleBatchFlushes } from './batching';
 import type { EngineContext } from './context';
 import { DELIVER_CHUNK, type DeliveryQueues } from './jobs';

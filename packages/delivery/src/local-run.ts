@@ -1,4 +1,4 @@
-import type { LeasedDelivery } from '@gatehook/db/deliveries';
+import type { LeasedDelivery } from '@gatehook/db/delivery/lease';
 
 /**
  * A leased delivery about to be attempted; `body` is its body in clear when this process has it at hand (fan-out

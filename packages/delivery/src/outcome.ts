@@ -1,12 +1,10 @@
 import { parseRetryAfter, retryDelayMs } from './schedule';
 import type { SendErrorCode } from '@gatehook/egress/client';
+import type { DeliveryStatus } from '@gatehook/db/delivery/status';
 import type { DeliveryErrorCode } from './delivery-error';
 
 /** The attempt error of a failure of EGRESS_PROXY_URL's proxy (CONTRACT 18), not of the receiver. */
 export const PROXY_ERROR = 'proxy_error' satisfies SendErrorCode;
-
-/** Delivery status values (SPEC 3.1, CONTRACT 5). */
-export type DeliveryStatus = 'pending' | 'retrying' | 'succeeded' | 'failed';
 
 /** What one HTTP attempt produced. */
 export interface AttemptResult {

@@ -18,12 +18,12 @@ import {
 import { isDatabaseUnavailable } from '@gatehook/db/errors';
 import type { Webhook } from '@gatehook/db/generated/client';
 import { batches } from '@gatehook/core/webhook-config';
-import type { NewDelivery } from '@gatehook/db/deliveries';
+import { createReplayedDeliveries } from '@gatehook/db/delivery/create';
+import { restartDeliveries } from '@gatehook/db/delivery/restart';
 import { toEventData } from './event-data';
 import type { RenderPool } from './render/pool';
 import { afterAutomaticDisable, disableWebhookAutomatically, type WebhookAnnouncer } from './webhook-state';
 import type { DeliveryQueues } from './jobs';
-import { restartDeliveries } from './manual';
 
 /** How long a task whose webhook has a full backlog waits before it looks again. */
 export const TASK_WAIT_MS = 100;
@@ -311,21 +311,11 @@ async function replayPage(
   const pending = prepared.deliveries.filter((d) => d.status === 'pending');
   const slots = schedule(pending.length);
   const dueAt = new Map(pending.map((d, i) => [d.id, slots[i]!]));
-  const nextRetryAt = (d: NewDelivery) => dueAt.get(d.id) ?? d.nextRetryAt;
-  await tx.delivery.createMany({
-    data: prepared.deliveries.map((d) => ({
-      id: d.id,
-      orgId: webhook.orgId,
-      webhookId: webhook.id,
-      status: d.status,
-      eventIds: [...d.eventIds],
-      eventCount: d.eventIds.length,
-      bodyEncrypted: d.bodyEncrypted,
-      contentType: d.contentType,
-      error: d.error,
-      nextRetryAt: nextRetryAt(d),
-      createdAt: now,
-    })),
+  await createReplayedDeliveries(tx, {
+    orgId: webhook.orgId,
+    webhookId: webhook.id,
+    now,
+    deliveries: prepared.deliveries.map((d) => ({ ...d, nextRetryAt: dueAt.get(d.id) ?? d.nextRetryAt })),
   });
   result.due = pending.map((d) => ({ id: d.id, dueAt: dueAt.get(d.id)! }));
   result.disabled = prepared.broken.length > 0 ? await disableWebhookAutomatically(tx, webhook.id, 'template_error') : null;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError } from '@gatehook/core/errors';
 import { recordAuditEvent } from '@gatehook/db/audit-events';
 import type { Db, Prisma } from '@gatehook/db/client';
+import { cancelQueuedDeliveries, dropBatchItems } from '@gatehook/db/delivery/cancel';
 import type { Webhook } from '@gatehook/db/generated/client';
 import type { DeliveryQueues } from './jobs';
 import type { WebhookConfigs } from './webhook-configs';
@@ -33,14 +34,9 @@ export type CancelReason = Extract<DeliveryErrorCode, 'webhook_paused' | 'webhoo
  */
 export async function cancelQueuedWork(tx: Prisma.TransactionClient, webhookId: string, error: CancelReason): Promise<number> {
   const originChanged = error === 'url_origin_changed';
-  const queued: Prisma.DeliveryWhereInput = { status: { in: ['pending', 'retrying'] } };
-  const cancelled = await tx.delivery.updateMany({
-    where: originChanged ? { webhookId, OR: [queued, { status: 'failed', bodyEncrypted: { not: null } }] } : { webhookId, ...queued },
-    // The lease stays: an attempt in flight keeps it until it is recorded, so a resume and retry cannot send twice.
-    data: { status: 'failed', error, nextRetryAt: null, ...(originChanged ? { bodyEncrypted: null } : {}) },
-  });
-  if (!originChanged) await tx.batchItem.deleteMany({ where: { webhookId } });
-  return cancelled.count;
+  const cancelled = await cancelQueuedDeliveries(tx, webhookId, error, { forgetBodies: originChanged });
+  if (!originChanged) await dropBatchItems(tx, webhookId);
+  return cancelled;
 }
 
 /** The status changes an admin asks for (SPEC 3.2), next to the automatic disables below. */

@@ -4,7 +4,8 @@ import type { Db } from '@gatehook/db/client';
 import type { Delivery, DeliveryAttempt } from '@gatehook/db/generated/client';
 import type { Sender } from '@gatehook/delivery/request';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
-import { restartDeliveries } from '@gatehook/delivery/manual';
+import { restartDeliveries } from '@gatehook/db/delivery/restart';
+import { isRetryable } from '@gatehook/db/delivery/status';
 import type { RenderPool } from '@gatehook/delivery/render/pool';
 import { sendTestEvent, type TestResult } from '@gatehook/delivery/test-send';
 import { afterCursor, decodeCursor, decodeSequenceCursor, encodeSequenceCursor, page, sequencePage } from '../http/pagination';
@@ -54,7 +55,7 @@ export function toDeliveryView(row: Delivery, latestAttempts: AttemptRow[], deta
     attempts: shown.reverse().map(toAttemptView),
     attempts_cursor: latestAttempts.length > MAX_INLINE_ATTEMPTS && oldestShown ? encodeSequenceCursor(oldestShown.id) : null,
     ...(row.nextRetryAt && (row.status === 'pending' || row.status === 'retrying') ? { next_retry_at: row.nextRetryAt.toISOString() } : {}),
-    retryable: row.status === 'failed' && row.bodyEncrypted !== null,
+    retryable: isRetryable(row),
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
     ...(detail ? { event_ids: row.eventIds, error: row.error } : {}),
