@@ -28,7 +28,9 @@ export function deliveryError(code: DeliveryErrorCode, detail?: string): string 
   return detail ? `${code}: ${detail}` : code;
 }
 
-/** The code of a webhook status that stops its deliveries. */
-export function stoppedBy(status: 'paused' | 'disabled'): Extract<DeliveryErrorCode, 'webhook_paused' | 'webhook_disabled'> {
-  return status === 'paused' ? 'webhook_paused' : 'webhook_disabled';
+const stopped = { paused: 'webhook_paused', disabled: 'webhook_disabled', deleted: 'webhook_deleted' } as const satisfies Record<string, DeliveryErrorCode>;
+
+/** The code of a webhook that stopped its deliveries: paused, disabled or deleted. */
+export function stoppedBy<S extends keyof typeof stopped>(status: S): (typeof stopped)[S] {
+  return stopped[status];
 }

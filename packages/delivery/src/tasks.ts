@@ -20,6 +20,7 @@ import type { Webhook } from '@gatehook/db/generated/client';
 import { batches } from '@gatehook/core/webhook-config';
 import { createReplayedDeliveries } from '@gatehook/db/delivery/create';
 import { restartDeliveries } from '@gatehook/db/delivery/restart';
+import { deliveryError, stoppedBy } from './delivery-error';
 import { toEventData } from './event-data';
 import type { RenderPool } from './render/pool';
 import { afterAutomaticDisable, disableWebhookAutomatically, type WebhookAnnouncer } from './webhook-state';
@@ -207,8 +208,8 @@ export async function runTaskStep(deps: TaskDeps, taskId: string): Promise<StepO
 async function stepClaimed(deps: TaskDeps, task: WebhookTask, now: Date, leaseUntil: Date): Promise<StepOutcome> {
   const webhook = await deps.db.webhook.findUnique({ where: { id: task.webhookId } });
   if (!webhook || webhook.status !== 'active') {
-    const status = webhook?.status ?? 'deleted';
-    const error = `webhook_${status}: the webhook was ${status} while the task ran`;
+    const status = webhook?.status === 'paused' || webhook?.status === 'disabled' ? webhook.status : 'deleted';
+    const error = deliveryError(stoppedBy(status), `the webhook was ${status} while the task ran`);
     await failTask(deps.db, task.id, error, now);
     return { kind: 'failed', error };
   }
