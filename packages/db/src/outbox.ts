@@ -1,4 +1,4 @@
-import type { AuditEventData } from '@gatehook/core/audit-event';
+import { toAuditEventData, type AuditEventData } from '@gatehook/core/audit-event';
 import type { Pool } from './client';
 
 /** An audit event in the outbox: SPEC 2.4 `data` plus the instant the service received it. */
@@ -39,34 +39,17 @@ export async function insertAuditEvents(pool: Pool, events: readonly OutboxEvent
  * into a Date with a regular expression each; `created_at` is then formatted as Date.toISOString() formats it,
  * which is how it was stored (the driver's date parsing was 3 to 4 % of the worker's CPU in a fan-out of 1,000 events).
  */
-type EventRow = Omit<AuditEventData, 'resources' | 'context' | 'changes' | 'payload' | 'created_at'> & { resources: unknown; context: unknown; changes: unknown; payload: unknown; created_ms: number; received_ms: number };
+export type EventRow = Omit<AuditEventData, 'resources' | 'context' | 'changes' | 'payload' | 'created_at'> & { resources: unknown; context: unknown; changes: unknown; payload: unknown; created_ms: number; received_ms: number };
 
-const EVENT_SELECT = `e.id, e.org_id, e.action, e.actor_type, e.actor_id, e.actor_display_name, e.resource_type, e.resource_id,
+export const EVENT_SELECT = `e.id, e.org_id, e.action, e.actor_type, e.actor_id, e.actor_display_name, e.resource_type, e.resource_id,
   e.resource_display_name, e.resources, e.context, e.changes, e.payload,
   date_part('epoch', e.created_at) * 1000 AS created_ms, date_part('epoch', e.received_at) * 1000 AS received_ms`;
 
-const asRecord = (value: unknown): Record<string, unknown> =>
-  value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
-
-function toOutboxEvent(row: EventRow): OutboxEvent {
+/** Maps an event row as the readers select it ({@link EVENT_SELECT}). */
+export function toOutboxEvent(row: EventRow): OutboxEvent {
   return {
     receivedAt: new Date(Math.round(row.received_ms)),
-    data: {
-      id: row.id,
-      org_id: row.org_id,
-      action: row.action,
-      actor_type: row.actor_type,
-      actor_id: row.actor_id,
-      actor_display_name: row.actor_display_name,
-      resource_type: row.resource_type,
-      resource_id: row.resource_id,
-      resource_display_name: row.resource_display_name,
-      resources: asRecord(row.resources) as Record<string, string>,
-      context: asRecord(row.context),
-      changes: Array.isArray(row.changes) ? row.changes : [],
-      payload: asRecord(row.payload),
-      created_at: new Date(Math.round(row.created_ms)).toISOString(),
-    },
+    data: toAuditEventData({ ...row, created_at: new Date(Math.round(row.created_ms)).toISOString() }),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { Db, Prisma } from './client';
-import { Prisma as PrismaSql, type AuditEvent, type WebhookTask as WebhookTaskRow } from './generated/client';
+import { Prisma as PrismaSql, type WebhookTask as WebhookTaskRow } from './generated/client';
+import { EVENT_SELECT, toOutboxEvent, type EventRow, type OutboxEvent } from './outbox';
 import { guard, retryableWhere } from './delivery/status';
 
 export type TaskKind = 'recover' | 'replay';
@@ -213,33 +214,42 @@ export async function recoverablePage(db: Client, task: Pick<WebhookTask, 'webho
   });
 }
 
-/** Where a replay task looks: the organisation's events received in [since, until) of the subscribed actions. */
-function replayableWhere(task: Pick<WebhookTask, 'orgId' | 'since' | 'until'>, events: readonly string[]): Prisma.AuditEventWhereInput {
-  return {
-    orgId: task.orgId,
-    receivedAt: { gte: task.since, lt: task.until },
-    ...(events.includes('*') ? {} : { action: { in: [...events] } }),
-  };
-}
+/**
+ * Where a replay task looks: the organisation's events received in [since, until) of the subscribed actions
+ * ($1 organisation, $2 since, $3 until, $4 the actions or null for every one).
+ */
+const REPLAYABLE = `e.org_id = $1::uuid AND e.received_at >= $2::timestamptz AND e.received_at < $3::timestamptz
+       AND ($4::text[] IS NULL OR e.action = ANY($4::text[]))`;
+
+const replayableValues = (task: Pick<WebhookTask, 'orgId' | 'since' | 'until'>, events: readonly string[]) =>
+  [task.orgId, task.since.toISOString(), task.until.toISOString(), events.includes('*') ? null : [...events]] as const;
 
 /** How many events of its window a replay task will look at (the condition is applied per event, later). */
 export async function countReplayable(db: Client, task: Pick<WebhookTask, 'orgId' | 'since' | 'until'>, events: readonly string[]): Promise<number> {
-  return db.auditEvent.count({ where: replayableWhere(task, events) });
+  const rows = await db.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM audit_events e WHERE ${REPLAYABLE}`, ...replayableValues(task, events));
+  return rows[0]?.n ?? 0;
 }
 
-/** The next page of a replay task: subscribed events after its cursor, in (received_at, id) order. */
+/**
+ * The next page of a replay task: subscribed events after its cursor, in (received_at, id) order, read and mapped
+ * as fan-out reads its events (outbox.ts).
+ */
 export async function replayablePage(
   db: Client,
   task: Pick<WebhookTask, 'orgId' | 'since' | 'until' | 'cursor'>,
   events: readonly string[],
   limit: number,
-): Promise<AuditEvent[]> {
-  const after = task.cursor
-    ? { OR: [{ receivedAt: { gt: task.cursor.at } }, { receivedAt: task.cursor.at, id: { gt: task.cursor.id } }] }
-    : {};
-  return db.auditEvent.findMany({
-    where: { ...replayableWhere(task, events), ...after },
-    orderBy: [{ receivedAt: 'asc' }, { id: 'asc' }],
-    take: limit,
-  });
+): Promise<OutboxEvent[]> {
+  const rows = await db.$queryRawUnsafe<EventRow[]>(
+    `SELECT ${EVENT_SELECT} FROM audit_events e
+     WHERE ${REPLAYABLE}
+       AND ($5::timestamptz IS NULL OR e.received_at > $5::timestamptz OR (e.received_at = $5::timestamptz AND e.id > $6::uuid))
+     ORDER BY e.received_at, e.id
+     LIMIT $7::int`,
+    ...replayableValues(task, events),
+    task.cursor?.at.toISOString() ?? null,
+    task.cursor?.id ?? null,
+    limit,
+  );
+  return rows.map(toOutboxEvent);
 }

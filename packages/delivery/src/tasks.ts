@@ -21,7 +21,6 @@ import { batches } from '@gatehook/core/webhook-config';
 import { createReplayedDeliveries } from '@gatehook/db/delivery/create';
 import { restartDeliveries } from '@gatehook/db/delivery/restart';
 import { deliveryError, stoppedBy } from './delivery-error';
-import { toEventData } from './event-data';
 import type { RenderPool } from './render/pool';
 import { afterAutomaticDisable, disableWebhookAutomatically, type WebhookAnnouncer } from './webhook-state';
 import type { DeliveryQueues } from './jobs';
@@ -295,18 +294,17 @@ async function replayPage(
   now: Date,
   schedule: Scheduler,
 ): Promise<Omit<PageResult, 'pacedUntil'>> {
-  const rows = await replayablePage(tx, task, webhook.events, limit);
-  const last = rows.at(-1);
+  const events = await replayablePage(tx, task, webhook.events, limit);
+  const last = events.at(-1);
   const result: Omit<PageResult, 'pacedUntil'> = {
-    handled: rows.length,
-    cursor: last ? { at: last.receivedAt, id: last.id } : null,
-    done: isLastPage(rows.length, limit),
+    handled: events.length,
+    cursor: last ? { at: last.receivedAt, id: last.data.id } : null,
+    done: isLastPage(events.length, limit),
     due: [],
     disabled: null,
   };
-  if (rows.length === 0) return result;
+  if (events.length === 0) return result;
   // Matched and rendered exactly as live traffic, by the same plan in the render pool as fan-out.
-  const events = rows.map((row) => ({ data: toEventData(row), receivedAt: row.receivedAt }));
   const prepared = await deps.render.plan(webhook.orgId, { webhooks: [webhook], events, now, filter: 'replay', buffer: false });
   if (prepared.deliveries.length === 0) return result;
   const pending = prepared.deliveries.filter((d) => d.status === 'pending');
