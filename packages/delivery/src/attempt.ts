@@ -3,17 +3,17 @@ import { leaseDeliveries, releaseDeliveries, type LeasedDelivery, type Release }
 import { recordAttempts, type AttemptRecord } from '@gatehook/db/delivery/record';
 import type { SendResult } from '@gatehook/egress/client';
 import { Admission } from './admission';
-import { streakChanges, trippedBreakers } from './circuit-breaker';
+import { streakChanges, trippedBreakers } from './state/circuit-breaker';
 import type { EngineContext } from './context';
-import { decideNextState, type WebhookEffect } from './outcome';
+import { decideNextState, type WebhookEffect } from './state/outcome';
 import type { RunnableDelivery } from './local-run';
 import type { SendScheduler, SendTurn } from './scheduler/send-scheduler';
 import { signedRequest, type PreparedRequest, type Sender } from './request';
 import { openBody } from './stored-body';
 import type { LiveWebhook } from './webhook-configs';
 import type { WebhookPace } from './webhook-pace';
-import { disableWebhook } from './webhook-state';
-import { deliveryError, stoppedBy } from './delivery-error';
+import { disableWebhook } from './state/webhook';
+import { deliveryError, stoppedBy } from './state/delivery-error';
 
 
 export interface AttemptDeps extends EngineContext {

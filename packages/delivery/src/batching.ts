@@ -5,7 +5,7 @@ import { readEvents } from '@gatehook/db/outbox';
 import { loadWebhook } from '@gatehook/db/webhooks';
 import { dispatchDeliveries } from './dispatch';
 import type { EngineContext } from './context';
-import { disableWebhook } from './webhook-state';
+import { disableWebhook } from './state/webhook';
 
 /**
  * After fan-out added entries to batch buffers: one delayed flush per webhook and linger window, and an immediate

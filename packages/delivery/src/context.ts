@@ -5,7 +5,7 @@ import type { DeliveryQueues } from './jobs';
 import type { LocalRuns } from './local-run';
 import type { RenderPool } from './render/pool';
 import type { WebhookConfigs } from './webhook-configs';
-import type { WebhookAnnouncer } from './webhook-state';
+import type { WebhookAnnouncer } from './state/webhook';
 
 /** What fan-out, batch flushes and attempts share in one worker process. */
 export interface EngineContext {

@@ -3,7 +3,7 @@ import { readPendingEvents } from '@gatehook/db/outbox';
 import { scheduleBatchFlushes } from './batching';
 import type { EngineContext } from './context';
 import { DELIVER_CHUNK, type DeliveryQueues } from './jobs';
-import { disableWebhook } from './webhook-state';
+import { disableWebhook } from './state/webhook';
 
 /**
  * Fans committed audit events out to the active webhooks of their organisation that subscribe to them and whose

@@ -20,9 +20,9 @@ import type { Webhook } from '@gatehook/db/generated/client';
 import { batches } from '@gatehook/core/webhook-config';
 import { createReplayedDeliveries } from '@gatehook/db/delivery/create';
 import { restartDeliveries } from '@gatehook/db/delivery/restart';
-import { deliveryError, stoppedBy } from './delivery-error';
+import { deliveryError, stoppedBy } from './state/delivery-error';
 import type { RenderPool } from './render/pool';
-import { afterAutomaticDisable, disableWebhookAutomatically, type WebhookAnnouncer } from './webhook-state';
+import { afterAutomaticDisable, disableWebhookAutomatically, type WebhookAnnouncer } from './state/webhook';
 import type { DeliveryQueues } from './jobs';
 
 /** How long a task whose webhook has a full backlog waits before it looks again. */

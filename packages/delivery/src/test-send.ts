@@ -6,7 +6,7 @@ import { packBodies } from './bodies';
 import type { AuditEventData } from './envelope';
 import { REQUEST_RENDER_BUDGET_MS } from './payload-template';
 import { toLiveWebhook, type LiveWebhook } from './webhook-configs';
-import { deliveryError } from './delivery-error';
+import { deliveryError } from './state/delivery-error';
 
 /** SPEC 2.3: the result of a test send. */
 export interface TestResult {

@@ -11,7 +11,7 @@ import { parseTemplate, type ExecLimits, type Template } from '@gatehook/templat
 import type { AuditEventData } from './envelope';
 import { renderEnvelope } from './envelope';
 import { renderWithTemplate } from './payload-template';
-import { deliveryError } from './delivery-error';
+import { deliveryError } from './state/delivery-error';
 
 /**
  * Longest a process renders with a webhook configuration it cached before a change, when the change's invalidation

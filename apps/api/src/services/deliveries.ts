@@ -9,7 +9,7 @@ import { isRetryable } from '@gatehook/db/delivery/status';
 import type { RenderPool } from '@gatehook/delivery/render/pool';
 import { sendTestEvent, type TestResult } from '@gatehook/delivery/test-send';
 import { afterCursor, decodeCursor, decodeSequenceCursor, encodeSequenceCursor, page, sequencePage } from '../http/pagination';
-import { deliveryError } from '@gatehook/delivery/delivery-error';
+import { deliveryError } from '@gatehook/delivery/state/delivery-error';
 
 export interface DeliveryDeps {
   db: Db;

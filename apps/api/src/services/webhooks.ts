@@ -7,7 +7,7 @@ import type { CreateWebhookInput, PatchWebhookInput, WebhookView } from '@gateho
 import type { Change } from '@gatehook/db/audit-events';
 import { compileEventCondition } from '@gatehook/conditions/event-condition';
 import { checkPayloadTemplate } from '@gatehook/delivery/payload-template';
-import { cancelQueuedWork, changeStatusManually, type ManualStatusOperation } from '@gatehook/delivery/webhook-state';
+import { cancelQueuedWork, changeStatusManually, type ManualStatusOperation } from '@gatehook/delivery/state/webhook';
 import type { Db, Prisma } from '@gatehook/db/client';
 import type { Webhook } from '@gatehook/db/generated/client';
 import { checkDestinationUrl, type CidrList, type HostLookup } from '@gatehook/egress/address-policy';

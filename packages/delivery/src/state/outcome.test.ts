@@ -5,7 +5,7 @@ import {
   type AttemptResult,
   type DeliveryState,
   type NextState,
-} from '@gatehook/delivery/outcome';
+} from '@gatehook/delivery/state/outcome';
 
 const SCHEDULE = [0, 5, 300, 1800, 7200, 18000, 36000, 36000] as const;
 const now = new Date('2024-11-21T18:00:00.000Z');

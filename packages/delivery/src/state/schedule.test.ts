@@ -1,4 +1,4 @@
-import { parseRetryAfter, retryDelayMs } from '@gatehook/delivery/schedule';
+import { parseRetryAfter, retryDelayMs } from '@gatehook/delivery/state/schedule';
 
 const SCHEDULE = [0, 5, 300, 1800, 7200, 18000, 36000, 36000] as const;
 

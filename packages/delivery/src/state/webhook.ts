@@ -4,8 +4,8 @@ import { recordAuditEvent } from '@gatehook/db/audit-events';
 import type { Db, Prisma } from '@gatehook/db/client';
 import { cancelQueuedDeliveries, dropBatchItems } from '@gatehook/db/delivery/cancel';
 import type { Webhook } from '@gatehook/db/generated/client';
-import type { DeliveryQueues } from './jobs';
-import type { WebhookConfigs } from './webhook-configs';
+import type { DeliveryQueues } from '../jobs';
+import type { WebhookConfigs } from '../webhook-configs';
 import { stoppedBy, type DeliveryErrorCode } from './delivery-error';
 
 /** Announces, after commit, that an organisation's webhooks changed, so every process drops its cached copy. */
