@@ -6,7 +6,7 @@ import { Admission } from './admission';
 import { streakChanges, trippedBreakers } from './state/circuit-breaker';
 import type { EngineContext } from './context';
 import { decideNextState, type WebhookEffect } from './state/outcome';
-import type { RunnableDelivery } from './local-run';
+import type { RunnableDelivery } from './pipeline/local-run';
 import type { SendScheduler, SendTurn } from './scheduler/send-scheduler';
 import { signedRequest, type PreparedRequest, type Sender } from './request';
 import { openBody } from './stored-body';

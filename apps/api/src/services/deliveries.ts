@@ -7,7 +7,7 @@ import type { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { restartDeliveries } from '@gatehook/db/delivery/restart';
 import { isRetryable } from '@gatehook/db/delivery/status';
 import type { RenderPool } from '@gatehook/delivery/render/pool';
-import { sendTestEvent, type TestResult } from '@gatehook/delivery/test-send';
+import { sendTestEvent, type TestResult } from '@gatehook/delivery/pipeline/test-send';
 import { afterCursor, decodeCursor, decodeSequenceCursor, encodeSequenceCursor, page, sequencePage } from '../http/pagination';
 import { deliveryError } from '@gatehook/delivery/state/delivery-error';
 

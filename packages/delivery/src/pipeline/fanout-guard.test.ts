@@ -3,7 +3,7 @@ import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { until } from '@gatehook/testkit/until';
-import { countsItsStart, MAX_FANOUT_ATTEMPTS } from './fanout-parking';
+import { countsItsStart, MAX_FANOUT_ATTEMPTS } from './fanout-guard';
 
 describe('MAX_FANOUT_ATTEMPTS', () => {
   it('is 5', () => {

@@ -1,10 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
-import { Admission } from './admission';
-import type { AttemptBatchOutcome, AttemptRunner } from './attempt';
+import { Admission } from '../admission';
+import type { AttemptBatchOutcome, AttemptRunner } from '../attempt';
 import { LocalDispatcher } from './dispatch';
-import { DELIVER_CHUNK, DeliveryQueues } from './jobs';
+import { DELIVER_CHUNK, DeliveryQueues } from '../jobs';
 
 const prefix = `test_${randomBytes(6).toString('hex')}`;
 const redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });

@@ -1,9 +1,9 @@
 import { commitFanout } from '@gatehook/db/delivery/create';
 import { readPendingEvents } from '@gatehook/db/outbox';
-import { scheduleBatchFlushes } from './batching';
-import type { EngineContext } from './context';
-import { DELIVER_CHUNK, type DeliveryQueues } from './jobs';
-import { disableWebhook } from './state/webhook';
+import { scheduleBatchFlushes } from './batch-flush';
+import type { EngineContext } from '../context';
+import { DELIVER_CHUNK, type DeliveryQueues } from '../jobs';
+import { disableWebhook } from '../state/webhook';
 
 /**
  * Fans committed audit events out to the active webhooks of their organisation that subscribe to them and whose

@@ -1,6 +1,6 @@
 import { isDatabaseUnavailable } from '@gatehook/db/errors';
 import { recordFanoutFailures, startFanoutRuns, type FanoutAttempts } from '@gatehook/db/fanout-parking';
-import type { EngineContext } from './context';
+import type { EngineContext } from '../context';
 import { fanOut } from './fanout';
 
 /**

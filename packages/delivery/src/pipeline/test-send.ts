@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { SecretBox } from '@gatehook/core/encryption';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
-import { signedRequest, type Sender } from './request';
-import { packBodies } from './bodies';
-import type { AuditEventData } from './envelope';
-import { REQUEST_RENDER_BUDGET_MS } from './payload-template';
-import { toLiveWebhook, type LiveWebhook } from './webhook-configs';
-import { deliveryError } from './state/delivery-error';
+import { signedRequest, type Sender } from '../request';
+import { packBodies } from '../bodies';
+import type { AuditEventData } from '../envelope';
+import { REQUEST_RENDER_BUDGET_MS } from '../payload-template';
+import { toLiveWebhook, type LiveWebhook } from '../webhook-configs';
+import { deliveryError } from '../state/delivery-error';
 
 /** SPEC 2.3: the result of a test send. */
 export interface TestResult {

@@ -4,8 +4,8 @@ import { commitBatch } from '@gatehook/db/delivery/create';
 import { readEvents } from '@gatehook/db/outbox';
 import { loadWebhook } from '@gatehook/db/webhooks';
 import { dispatchDeliveries } from './dispatch';
-import type { EngineContext } from './context';
-import { disableWebhook } from './state/webhook';
+import type { EngineContext } from '../context';
+import { disableWebhook } from '../state/webhook';
 
 /**
  * After fan-out added entries to batch buffers: one delayed flush per webhook and linger window, and an immediate
