@@ -2,7 +2,7 @@ import type { SecretBox } from '@gatehook/core/encryption';
 import { AppError, notFound } from '@gatehook/core/errors';
 import type { Db } from '@gatehook/db/client';
 import type { Delivery, DeliveryAttempt } from '@gatehook/db/generated/client';
-import type { Sender } from '@gatehook/delivery/request';
+import type { Sender } from '@gatehook/delivery/render/request';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { restartDeliveries } from '@gatehook/db/delivery/restart';
 import { isRetryable } from '@gatehook/db/delivery/status';

@@ -6,7 +6,7 @@ import { generateSigningSecret } from '@gatehook/core/signing-secret';
 import type { CreateWebhookInput, PatchWebhookInput, WebhookView } from '@gatehook/core/webhook-schema';
 import type { Change } from '@gatehook/db/audit-events';
 import { compileEventCondition } from '@gatehook/conditions/event-condition';
-import { checkPayloadTemplate } from '@gatehook/delivery/payload-template';
+import { checkPayloadTemplate } from '@gatehook/delivery/render/payload-template';
 import { cancelQueuedWork, changeStatusManually, type ManualStatusOperation } from '@gatehook/delivery/state/webhook';
 import type { Db, Prisma } from '@gatehook/db/client';
 import type { Webhook } from '@gatehook/db/generated/client';

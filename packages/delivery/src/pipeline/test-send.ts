@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { SecretBox } from '@gatehook/core/encryption';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
-import { signedRequest, type Sender } from '../request';
-import { packBodies } from '../bodies';
-import type { AuditEventData } from '../envelope';
-import { REQUEST_RENDER_BUDGET_MS } from '../payload-template';
+import { signedRequest, type Sender } from '../render/request';
+import { packBodies } from '../render/bodies';
+import type { AuditEventData } from '../render/envelope';
+import { REQUEST_RENDER_BUDGET_MS } from '../render/payload-template';
 import { toLiveWebhook, type LiveWebhook } from '../webhook-configs';
 import { deliveryError } from '../state/delivery-error';
 

@@ -1,4 +1,4 @@
-import { firstSyntaxError, jsonProblem } from '@gatehook/delivery/json-check';
+import { firstSyntaxError, jsonProblem } from '@gatehook/delivery/render/json-check';
 
 describe('jsonProblem', () => {
   it.each([

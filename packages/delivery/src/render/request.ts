@@ -2,7 +2,7 @@ import { USER_AGENT } from '@gatehook/core/version';
 import type { SendRequest, SendResult } from '@gatehook/egress/client';
 import type { ClientCertificate } from '@gatehook/egress/client-certificate';
 import { deliveryHeaders } from './signing';
-import type { LiveWebhook } from './webhook-configs';
+import type { LiveWebhook } from '../webhook-configs';
 
 /** Sends one signed request; the egress client in production. */
 export type Sender = (request: SendRequest & { body: string }) => Promise<SendResult>;

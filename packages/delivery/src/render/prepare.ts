@@ -6,8 +6,8 @@ import type { NewDelivery } from '@gatehook/db/delivery/create';
 import { packBodies, type RenderedEvent } from './bodies';
 import { sealBody } from './stored-body';
 import type { AuditEventData } from './envelope';
-import type { LiveWebhook } from './webhook-configs';
-import { deliveryError } from './state/delivery-error';
+import type { LiveWebhook } from '../webhook-configs';
+import { deliveryError } from '../state/delivery-error';
 
 /** A delivery as fan-out prepared it: what is stored, and the body in clear for a first attempt in this process. */
 export interface PreparedDelivery extends NewDelivery {

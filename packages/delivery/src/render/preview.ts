@@ -4,7 +4,7 @@ import { validationError, type FieldIssue } from '@gatehook/core/errors';
 import { createWebhookSchema } from '@gatehook/core/webhook-schema';
 import { packBodies, type RenderedEvent } from './bodies';
 import { renderEnvelope, type AuditEventData } from './envelope';
-import { parseAuditEvents } from './audit-event-input';
+import { parseAuditEvents } from '../audit-event-input';
 import { checkPayloadTemplate, renderWithTemplate, REQUEST_RENDER_BUDGET_MS, sampleEvent } from './payload-template';
 
 /** Most events one preview renders. */

@@ -1,4 +1,4 @@
-import { checkPayloadTemplate, renderWithTemplate, sampleEvent, SAVE_RENDER_LIMITS } from '@gatehook/delivery/payload-template';
+import { checkPayloadTemplate, renderWithTemplate, sampleEvent, SAVE_RENDER_LIMITS } from '@gatehook/delivery/render/payload-template';
 import { parseTemplate } from '@gatehook/templates/template';
 
 const SECRET = 'sk_live_v4r_value_never_echoed';

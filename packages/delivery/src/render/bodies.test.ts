@@ -1,4 +1,4 @@
-import { CONTENT_TYPES, MAX_BODY_BYTES, packBodies, type RenderedEvent, type WebhookFormat } from '@gatehook/delivery/bodies';
+import { CONTENT_TYPES, MAX_BODY_BYTES, packBodies, type RenderedEvent, type WebhookFormat } from '@gatehook/delivery/render/bodies';
 
 const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
 const ev = (eventId: string, json = JSON.stringify({ id: eventId })): RenderedEvent => ({ eventId, json });

@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { generateSigningSecret } from '@gatehook/core/signing-secret';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
-import { deliveryHeaders, signatureHeader, signPayload } from '@gatehook/delivery/signing';
+import { deliveryHeaders, signatureHeader, signPayload } from '@gatehook/delivery/render/signing';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 const msgId = '0b9f6c1e-2d7a-4c55-9a34-3f1c2b7e8d90';

@@ -1,4 +1,4 @@
-import { renderEnvelope, toEnvelope, type AuditEventData } from '@gatehook/delivery/envelope';
+import { renderEnvelope, toEnvelope, type AuditEventData } from '@gatehook/delivery/render/envelope';
 
 const event: AuditEventData = {
   id: '6f1c0a52-8d4e-4b8e-9a1f-2c3d4e5f6a7b',
