@@ -4,7 +4,7 @@ import { recordAuditEvent } from '@gatehook/db/audit-events';
 import type { Db } from '@gatehook/db/client';
 import { createTask, findRunningTask, toWebhookTask, type TaskKind, type WebhookTask } from '@gatehook/db/tasks';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
-import { checkTaskWindow } from '@gatehook/delivery/tasks';
+import { checkTaskWindow } from '@gatehook/delivery/tasks/window';
 import { auditFields, type Actor } from '../http/actor';
 import { afterCursor, decodeCursor, page, pageOrder } from '../http/pagination';
 

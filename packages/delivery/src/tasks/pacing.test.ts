@@ -1,5 +1,5 @@
+import { checkTaskWindow, TASK_UNTIL_SLACK_MS } from './window';
 import {
-  checkTaskWindow,
   isLastPage,
   nextStepAt,
   pageLimit,
@@ -8,9 +8,8 @@ import {
   slotsOf,
   stepLimit,
   TASK_PACING_HORIZON_MS,
-  TASK_UNTIL_SLACK_MS,
   TASK_WAIT_MS,
-} from './tasks';
+} from './pacing';
 
 const now = new Date('2026-11-24T12:00:00.000Z');
 const at = (offsetMs: number) => new Date(now.getTime() + offsetMs);
