@@ -265,7 +265,7 @@ export class AttemptRunner {
     }));
   }
 
-  /** The one automatic disable of a webhook (webhook-state.ts), shared by the attempts that call for it at once. */
+  /** The one automatic disable of a webhook (state/webhook.ts), shared by the attempts that call for it at once. */
   private disable(orgId: string, webhookId: string, reason: 'gone' | 'circuit_breaker'): Promise<void> {
     let running = this.disabling.get(webhookId);
     if (!running) {

@@ -5,7 +5,7 @@ import type { Delivery, DeliveryAttempt } from '@gatehook/db/generated/client';
 import type { Sender } from '@gatehook/delivery/render/request';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { restartDeliveries } from '@gatehook/db/delivery/restart';
-import { isRetryable } from '@gatehook/db/delivery/status';
+import { isQueued, isRetryable } from '@gatehook/db/delivery/status';
 import type { RenderPool } from '@gatehook/delivery/render/pool';
 import { sendTestEvent, type TestResult } from '@gatehook/delivery/pipeline/test-send';
 import { afterCursor, decodeCursor, decodeSequenceCursor, encodeSequenceCursor, page, sequencePage } from '../http/pagination';
@@ -54,7 +54,7 @@ export function toDeliveryView(row: Delivery, latestAttempts: AttemptRow[], deta
     attempt_count: row.attemptCount,
     attempts: shown.reverse().map(toAttemptView),
     attempts_cursor: latestAttempts.length > MAX_INLINE_ATTEMPTS && oldestShown ? encodeSequenceCursor(oldestShown.id) : null,
-    ...(row.nextRetryAt && (row.status === 'pending' || row.status === 'retrying') ? { next_retry_at: row.nextRetryAt.toISOString() } : {}),
+    ...(row.nextRetryAt && isQueued(row.status) ? { next_retry_at: row.nextRetryAt.toISOString() } : {}),
     retryable: isRetryable(row),
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),

@@ -2,7 +2,7 @@
  * Restarting deliveries: a fresh cycle of 8 attempts for failed deliveries that can be sent again, the same
  * delivery id (so the `webhook-id` header is unchanged and receivers deduplicate). SPEC 3.1 manual retry restarts
  * one delivery now (apps/api/src/services/deliveries.ts); CONTRACT 11 recover restarts a page of them, each at its
- * send slot (packages/delivery/src/tasks.ts).
+ * send slot (packages/delivery/src/tasks/recover.ts).
  */
 import type { Db, Prisma } from '../client';
 import { guard } from './status';

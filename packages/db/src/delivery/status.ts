@@ -1,14 +1,18 @@
 import type { Prisma } from '../client';
-import type { DeliveryStatus } from '../generated/enums';
+import { DeliveryStatus as statuses } from '../generated/enums';
 
 /**
  * A delivery's status (CONTRACT 5). The values are spelled once, by the Prisma schema's enum (`DeliveryStatus`,
  * the column's type); every other module takes them from here.
  */
-export type { DeliveryStatus };
+export type DeliveryStatus = (typeof statuses)[keyof typeof statuses];
+
+/** Every status, in the schema's order: pending, retrying, succeeded, failed. */
+export const DELIVERY_STATUSES = Object.values(statuses) as [DeliveryStatus, ...DeliveryStatus[]];
 
 /** A delivery that still has an attempt ahead of it: created and not failed yet, or failed and scheduled again. */
-export type QueuedStatus = Extract<DeliveryStatus, 'pending' | 'retrying'>;
+export const QUEUED_STATUSES = [statuses.pending, statuses.retrying] as const;
+export type QueuedStatus = (typeof QUEUED_STATUSES)[number];
 
 /** A delivery that has no attempt ahead of it. */
 export type FinalStatus = Exclude<DeliveryStatus, QueuedStatus>;
@@ -19,11 +23,11 @@ export function isRetryable(delivery: { status: DeliveryStatus; bodyEncrypted: s
 }
 
 /** {@link guard}.retryable as a Prisma filter, for the reads that page through retryable deliveries (recover). */
-export const retryableWhere = { status: 'failed', bodyEncrypted: { not: null } } as const satisfies Prisma.DeliveryWhereInput;
+export const retryableWhere = { status: statuses.failed, bodyEncrypted: { not: null } } as const satisfies Prisma.DeliveryWhereInput;
 
 /** Whether a status has an attempt ahead of it. */
 export function isQueued(status: DeliveryStatus): status is QueuedStatus {
-  return status === 'pending' || status === 'retrying';
+  return (QUEUED_STATUSES as readonly DeliveryStatus[]).includes(status);
 }
 
 /**
@@ -37,9 +41,9 @@ export function isQueued(status: DeliveryStatus): status is QueuedStatus {
  * - {@link retryable}: failed with a stored body (CONTRACT 5 `retryable`): the only deliveries a restart takes.
  */
 export const guard = {
-  queued: (d: string) => `${d}status IN ('pending', 'retrying')`,
+  queued: (d: string) => `${d}status IN (${QUEUED_STATUSES.map((s) => `'${s}'`).join(', ')})`,
   leaseHeld: (d: string, lease: string) => `${d}leased_until = ${lease}`,
-  retryable: (d: string) => `${d}status = 'failed' AND ${d}body_encrypted IS NOT NULL`,
+  retryable: (d: string) => `${d}status = '${statuses.failed}' AND ${d}body_encrypted IS NOT NULL`,
 } as const;
 
 /** A status value as the column's type, for a text parameter or column: `'failed'::"DeliveryStatus"`. */
