@@ -121,9 +121,9 @@ export async function disableWebhookAutomatically(
 }
 
 /**
- * The engine's automatic disable: commits {@link disableWebhookAutomatically}, then makes every process see it
- * (local cache, pub/sub) and hands the `webhook.disabled` event to fan-out at once. Announcing never fails the
- * caller: a lost message is covered by the caches' TTL and the event by the reconciler.
+ * The engine's automatic disable (410, circuit breaker, template_error): commits {@link disableWebhookAutomatically},
+ * then runs {@link afterAutomaticDisable}. Those two are the only automatic-disable steps: replay, whose page and
+ * disable share one transaction, calls the first in it and the second after its commit (tasks/step.ts).
  */
 export async function disableWebhook(
   ctx: { db: Db; queues: DeliveryQueues; configs: WebhookConfigs; announce: WebhookAnnouncer },
@@ -132,8 +132,11 @@ export async function disableWebhook(
   reason: AutomaticDisableReason,
 ): Promise<boolean> {
   const disabled = await ctx.db.$transaction((tx) => disableWebhookAutomatically(tx, webhookId, reason));
-  ctx.configs.invalidate(orgId);
-  if (!disabled) return false;
+  if (!disabled) {
+    // Not active any more: whatever changed it, this process's copy was stale.
+    ctx.configs.invalidate(orgId);
+    return false;
+  }
   await afterAutomaticDisable(ctx, disabled);
   return true;
 }
