@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import type { Logger } from '@gatehook/core/logger';
 import type { Db } from '@gatehook/db/client';
-import { overdueTasks } from '@gatehook/db/tasks';
+import { overdueTasks } from '@gatehook/db/webhook-tasks';
 import { JOBS, type DeliveryQueues } from '@gatehook/delivery/jobs';
 import { runTaskStep, type TaskDeps } from '@gatehook/delivery/tasks/step';
 

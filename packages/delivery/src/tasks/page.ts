@@ -1,4 +1,4 @@
-import type { TaskCursor } from '@gatehook/db/tasks';
+import type { TaskCursor } from '@gatehook/db/webhook-tasks';
 
 /** What one step of a task did with its page, for the step to record and schedule. */
 export interface PageResult {

@@ -1,6 +1,6 @@
 import type { Prisma } from '@gatehook/db/client';
 import { restartDeliveries } from '@gatehook/db/delivery/restart';
-import { recoverablePage, type WebhookTask } from '@gatehook/db/tasks';
+import { recoverablePage, type WebhookTask } from '@gatehook/db/webhook-tasks';
 import type { PageResult, Scheduler } from './page';
 import { isLastPage } from './pacing';
 

@@ -1,7 +1,7 @@
 import type { Prisma } from '@gatehook/db/client';
 import { createReplayedDeliveries } from '@gatehook/db/delivery/create';
 import type { Webhook } from '@gatehook/db/generated/client';
-import { replayablePage, type WebhookTask } from '@gatehook/db/tasks';
+import { replayablePage, type WebhookTask } from '@gatehook/db/webhook-tasks';
 import type { RenderPool } from '../render/pool';
 import { disableWebhookAutomatically } from '../state/webhook';
 import type { PageResult, Scheduler } from './page';

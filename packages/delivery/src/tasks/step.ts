@@ -12,7 +12,7 @@ import {
   lockLeasedTask,
   postponeTask,
   type WebhookTask,
-} from '@gatehook/db/tasks';
+} from '@gatehook/db/webhook-tasks';
 import type { DeliveryQueues } from '../jobs';
 import type { RenderPool } from '../render/pool';
 import { deliveryError, stoppedBy } from '../state/delivery-error';
