@@ -1,8 +1,8 @@
 // Conditions and templates: the per-event work of fan-out. References are the cheapest way to do the same job
 // in plain JavaScript (a hand-written predicate; JSON.stringify of the default envelope).
 import { compileEventCondition } from '@gatehook/conditions/event-condition';
-import { renderEnvelope, type AuditEventData } from '@gatehook/delivery/envelope';
-import { checkPayloadTemplate, templateData } from '@gatehook/delivery/payload-template';
+import { renderEnvelope, type AuditEventData } from '@gatehook/delivery/render/envelope';
+import { checkPayloadTemplate, templateData } from '@gatehook/delivery/render/payload-template';
 import { throughput, type Figure } from './measure';
 
 /** The audit event every benchmark uses (an anomaly finding, with resources, context and payload). */

@@ -7,8 +7,8 @@ import { randomUUID } from 'node:crypto';
 import type { AuditEventData } from '@gatehook/core/audit-event';
 import { parseConfig } from '@gatehook/core/config';
 import { SecretBox } from '@gatehook/core/encryption';
-import { renderEnvelope } from '@gatehook/delivery/envelope';
-import { sealBody } from '@gatehook/delivery/stored-body';
+import { renderEnvelope } from '@gatehook/delivery/render/envelope';
+import { sealBody } from '@gatehook/delivery/render/stored-body';
 import {
   ACTION,
   arrivalLatencies,

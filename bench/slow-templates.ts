@@ -6,8 +6,8 @@
 //    payload inside: n² × 16 KiB of escaping for a list of n, and nothing for the sample event, which has no list;
 //  - per test send: a triple `range` over the webhook's n variables with `json` of all of them inside (n⁴ × 4 KiB),
 //    only when the event is `webhook.test` (the save-time sample is the first subscribed action, so it never takes that branch).
-import type { AuditEventData } from '@gatehook/delivery/envelope';
-import { checkPayloadTemplate, renderWithTemplate, type TemplateCheck } from '@gatehook/delivery/payload-template';
+import type { AuditEventData } from '@gatehook/delivery/render/envelope';
+import { checkPayloadTemplate, renderWithTemplate, type TemplateCheck } from '@gatehook/delivery/render/payload-template';
 
 type Template = Extract<TemplateCheck, { ok: true }>['template'];
 

@@ -9,7 +9,7 @@ import { metricsAuthorised } from '@gatehook/core/metrics-auth';
 import { GATEHOOK_VERSION } from '@gatehook/core/version';
 import type { Db } from '@gatehook/db/client';
 import { registerStatementMetric } from '@gatehook/db/metrics';
-import type { Sender } from '@gatehook/delivery/request';
+import type { Sender } from '@gatehook/delivery/render/request';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
 import type { RenderPool } from '@gatehook/delivery/render/pool';
 import { parseCidrList, type HostLookup } from '@gatehook/egress/address-policy';

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { REQUEST_RENDER_BUDGET_MS } from '@gatehook/delivery/payload-template';
+import { REQUEST_RENDER_BUDGET_MS } from '@gatehook/delivery/render/payload-template';
 import { createTestOrg, startTestApi, type TestApi, type TestOrg, type TestResponse } from '@gatehook/testkit/api';
 import { auditEvent } from '@gatehook/testkit/stack';
 import { testLookup } from './lookup';

@@ -1,4 +1,4 @@
-import { failTask } from '@gatehook/db/tasks';
+import { failTask } from '@gatehook/db/webhook-tasks';
 import { createTestOrg, startTestApi, type TestApi, type TestOrg } from '@gatehook/testkit/api';
 import { testLookup } from './lookup';
 

@@ -1,5 +1,6 @@
 import type { Logger } from '@gatehook/core/logger';
 import type { Db } from '@gatehook/db/client';
+import { QUEUED_STATUSES } from '@gatehook/db/delivery/status';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { reconcileTasks } from './processors/tasks';
 
@@ -38,7 +39,7 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: num
     take: LIMIT,
   });
   // Events whose earlier runs did not complete go one per job: one that kills the worker running it takes no other
-  // event with it, and its count reaches the parking limit alone (packages/delivery/src/fanout-parking.ts).
+  // event with it, and its count reaches the parking limit alone (packages/delivery/src/pipeline/fanout-guard.ts).
   const byOrg = new Map<string, { fresh: string[]; alone: string[] }>();
   for (const e of events) {
     let ids = byOrg.get(e.orgId);
@@ -52,7 +53,7 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: num
 
   const deliveries = await deps.db.delivery.findMany({
     where: {
-      status: { in: ['pending', 'retrying'] },
+      status: { in: [...QUEUED_STATUSES] },
       nextRetryAt: { lt: new Date(now - grace.deliveriesMs) },
       OR: [{ leasedUntil: null }, { leasedUntil: { lt: new Date(now) } }],
     },

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { sqlPool } from '@gatehook/db/client';
-import { commitFanout, insertAuditEvents, type OutboxEvent } from '@gatehook/db/outbox';
+import { commitFanout } from '@gatehook/db/delivery/create';
+import { insertAuditEvents, type OutboxEvent } from '@gatehook/db/outbox';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 
 let stack: Stack;

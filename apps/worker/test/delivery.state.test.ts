@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { createTestOrg } from '@gatehook/testkit/api';
-import { COMPRESS_FROM_LENGTH } from '@gatehook/delivery/stored-body';
+import { COMPRESS_FROM_LENGTH } from '@gatehook/delivery/render/stored-body';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 
 let stack: Stack;
@@ -100,7 +100,7 @@ describe('manual retry (SPEC 4.1)', () => {
     const [failed] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed', 20_000);
     expect(failed!.event_count).toBe(50);
     const first = r.requests[0]!;
-    // Large enough to be stored deflated (packages/delivery/src/stored-body.ts).
+    // Large enough to be stored deflated (packages/delivery/src/render/stored-body.ts).
     expect(first.body.length).toBeGreaterThan(COMPRESS_FROM_LENGTH);
     const stored = await stack.api.db.delivery.findUniqueOrThrow({ where: { id: failed!.id }, select: { bodyEncrypted: true } });
     expect(stored.bodyEncrypted!.length).toBeLessThan(first.body.length / 2);

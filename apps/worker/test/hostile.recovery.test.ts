@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createLogger } from '@gatehook/core/logger';
 import { sqlPool, type Pool } from '@gatehook/db/client';
-import { MAX_FANOUT_ATTEMPTS } from '@gatehook/delivery/fanout-parking';
+import { MAX_FANOUT_ATTEMPTS } from '@gatehook/delivery/pipeline/fanout-guard';
 import { DeliveryQueues, waitingJobId } from '@gatehook/delivery/jobs';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import type { TestReceiver } from '@gatehook/testkit/receiver';

@@ -3,7 +3,7 @@ import { UnrecoverableError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createLogger } from '@gatehook/core/logger';
 import { createDb, type Db } from '@gatehook/db/client';
-import { MAX_FANOUT_ATTEMPTS } from '@gatehook/delivery/fanout-parking';
+import { MAX_FANOUT_ATTEMPTS } from '@gatehook/delivery/pipeline/fanout-guard';
 import { DeliveryQueues, queuePrefix, shardOf, waitingJobId } from '@gatehook/delivery/jobs';
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';

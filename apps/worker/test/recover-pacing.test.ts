@@ -1,4 +1,4 @@
-import { sendChunk } from '@gatehook/delivery/tasks';
+import { sendChunk } from '@gatehook/delivery/tasks/pacing';
 import type { ReceivedRequest } from '@gatehook/testkit/receiver';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 

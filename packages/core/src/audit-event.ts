@@ -16,3 +16,39 @@ export interface AuditEventData {
   /** ISO 8601 UTC with milliseconds. */
   created_at: string;
 }
+
+/** An audit event's fields as a store or a request hands them over: its JSON fields not yet checked for shape. */
+export type AuditEventFields = Omit<AuditEventData, 'resources' | 'context' | 'changes' | 'payload'> & {
+  resources: unknown;
+  context: unknown;
+  changes: unknown;
+  payload: unknown;
+};
+
+const asRecord = (value: unknown): Record<string, unknown> =>
+  value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+
+/**
+ * The one mapping of an audit event to SPEC 2.4 `data`, whatever loaded it (ingestion, the outbox, a replay page,
+ * an envelope): the declared fields in their declared order, so that the JSON is identical whichever path loaded
+ * the event and a source's extra properties (a row's internal columns) never reach a receiver; a JSON field of
+ * the wrong shape becomes empty.
+ */
+export function toAuditEventData(fields: AuditEventFields): AuditEventData {
+  return {
+    id: fields.id,
+    org_id: fields.org_id,
+    action: fields.action,
+    actor_type: fields.actor_type,
+    actor_id: fields.actor_id,
+    actor_display_name: fields.actor_display_name,
+    resource_type: fields.resource_type,
+    resource_id: fields.resource_id,
+    resource_display_name: fields.resource_display_name,
+    resources: asRecord(fields.resources) as Record<string, string>,
+    context: asRecord(fields.context),
+    changes: Array.isArray(fields.changes) ? fields.changes : [],
+    payload: asRecord(fields.payload),
+    created_at: fields.created_at,
+  };
+}

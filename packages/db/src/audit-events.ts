@@ -8,8 +8,11 @@ export interface Change {
   new: unknown;
 }
 
-/** An audit event as SPEC 2.4 `data` describes it, before storage. */
-export interface AuditEventInput {
+/**
+ * An audit event Gatehook records itself (a webhook change, an automatic disable), before storage. The gateway's
+ * events come in through ingestion instead (`AuditEventInput`, packages/delivery/src/audit-event-input.ts).
+ */
+export interface OwnAuditEvent {
   id?: string;
   orgId: string;
   action: string;
@@ -30,7 +33,7 @@ export interface AuditEventInput {
  * Records an audit event inside the caller's transaction, with its `pending_fanout` row: it waits there until
  * the worker fans it out, so a change and its event commit together or not at all.
  */
-export async function recordAuditEvent(tx: Prisma.TransactionClient, input: AuditEventInput): Promise<string> {
+export async function recordAuditEvent(tx: Prisma.TransactionClient, input: OwnAuditEvent): Promise<string> {
   const id = input.id ?? randomUUID();
   const at = input.createdAt ?? new Date();
   await tx.auditEvent.create({

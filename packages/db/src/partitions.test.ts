@@ -3,9 +3,11 @@ import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Pool } from 'pg';
-import { leaseDeliveries, recordAttempts } from '@gatehook/db/deliveries';
+import { commitFanout } from '@gatehook/db/delivery/create';
+import { leaseDeliveries } from '@gatehook/db/delivery/lease';
+import { recordAttempts } from '@gatehook/db/delivery/record';
 import { applyMigrations, MIGRATIONS_DIR } from '@gatehook/db/migrate';
-import { commitFanout, insertAuditEvents, readEvents, readPendingEvents, type OutboxEvent } from '@gatehook/db/outbox';
+import { insertAuditEvents, readEvents, readPendingEvents, type OutboxEvent } from '@gatehook/db/outbox';
 import {
   dropExpiredPartitions,
   ensurePartitions,

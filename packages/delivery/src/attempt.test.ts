@@ -8,7 +8,7 @@ import { AttemptRunner, prepareRequest, type AttemptDeps, type RunnableDelivery 
 import type { DeliveryQueues } from './jobs';
 import { SendScheduler } from './scheduler/send-scheduler';
 import type { RenderPool } from './render/pool';
-import { sealBody } from './stored-body';
+import { sealBody } from './render/stored-body';
 import { toLiveWebhook, WebhookConfigs } from './webhook-configs';
 
 const db = createDb(TEST_DATABASE_URL, { poolSize: 2 });

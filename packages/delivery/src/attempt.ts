@@ -1,19 +1,20 @@
 import { attemptSpan } from '@gatehook/core/tracing';
 import { GroupCommit } from '@gatehook/db/group-commit';
-import { leaseDeliveries, recordAttempts, releaseDeliveries, type AttemptRecord, type LeasedDelivery, type Release } from '@gatehook/db/deliveries';
+import { leaseDeliveries, releaseDeliveries, type LeasedDelivery, type Release } from '@gatehook/db/delivery/lease';
+import { recordAttempts, type AttemptRecord } from '@gatehook/db/delivery/record';
 import type { SendResult } from '@gatehook/egress/client';
 import { Admission } from './admission';
-import { streakChanges, trippedBreakers } from './circuit-breaker';
+import { streakChanges, trippedBreakers } from './state/circuit-breaker';
 import type { EngineContext } from './context';
-import { decideNextState, type WebhookEffect } from './outcome';
-import type { RunnableDelivery } from './local-run';
+import { decideNextState, type WebhookEffect } from './state/outcome';
+import type { RunnableDelivery } from './pipeline/local-run';
 import type { SendScheduler, SendTurn } from './scheduler/send-scheduler';
-import { signedRequest, type PreparedRequest, type Sender } from './request';
-import { openBody } from './stored-body';
+import { signedRequest, type PreparedRequest, type Sender } from './render/request';
+import { openBody } from './render/stored-body';
 import type { LiveWebhook } from './webhook-configs';
 import type { WebhookPace } from './webhook-pace';
-import { disableWebhook } from './webhook-state';
-import { deliveryError, stoppedBy } from './delivery-error';
+import { disableWebhook } from './state/webhook';
+import { deliveryError, stoppedBy } from './state/delivery-error';
 
 
 export interface AttemptDeps extends EngineContext {
@@ -269,7 +270,7 @@ export class AttemptRunner {
     }));
   }
 
-  /** The one automatic disable of a webhook (webhook-state.ts), shared by the attempts that call for it at once. */
+  /** The one automatic disable of a webhook (state/webhook.ts), shared by the attempts that call for it at once. */
   private disable(orgId: string, webhookId: string, reason: 'gone' | 'circuit_breaker'): Promise<void> {
     let running = this.disabling.get(webhookId);
     if (!running) {

@@ -2,10 +2,10 @@ import type { SecretBox } from '@gatehook/core/encryption';
 import type { Logger } from '@gatehook/core/logger';
 import type { Db, Pool } from '@gatehook/db/client';
 import type { DeliveryQueues } from './jobs';
-import type { LocalRuns } from './local-run';
+import type { LocalRuns } from './pipeline/local-run';
 import type { RenderPool } from './render/pool';
 import type { WebhookConfigs } from './webhook-configs';
-import type { WebhookAnnouncer } from './webhook-state';
+import type { WebhookAnnouncer } from './state/webhook';
 
 /** What fan-out, batch flushes and attempts share in one worker process. */
 export interface EngineContext {

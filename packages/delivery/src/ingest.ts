@@ -1,4 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
+import { toAuditEventData } from '@gatehook/core/audit-event';
 import { AppError } from '@gatehook/core/errors';
 import type { Logger } from '@gatehook/core/logger';
 import { annotateSpan, currentTraceparent } from '@gatehook/core/tracing';
@@ -77,22 +78,7 @@ export async function ingestAuditEvents(
     if (rows.has(id)) continue;
     rows.set(id, {
       receivedAt,
-      data: {
-        id,
-        org_id: orgId,
-        action: event.action,
-        actor_type: event.actor_type,
-        actor_id: event.actor_id,
-        actor_display_name: event.actor_display_name,
-        resource_type: event.resource_type,
-        resource_id: event.resource_id,
-        resource_display_name: event.resource_display_name,
-        resources: event.resources,
-        context: event.context as Record<string, unknown>,
-        changes: event.changes,
-        payload: event.payload as Record<string, unknown>,
-        created_at: event.created_at ? new Date(event.created_at).toISOString() : receivedIso,
-      },
+      data: toAuditEventData({ ...event, id, org_id: orgId, created_at: event.created_at ? new Date(event.created_at).toISOString() : receivedIso }),
     });
   }
 

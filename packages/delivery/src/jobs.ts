@@ -42,7 +42,7 @@ export const JOBS = {
   fanout: z.object({
     orgId: z.uuid(),
     eventIds: z.array(z.uuid()).min(1).max(1000),
-    /** A reconciler copy: its run counts its start on each event (packages/delivery/src/fanout-parking.ts). */
+    /** A reconciler copy: its run counts its start on each event (packages/delivery/src/pipeline/fanout-guard.ts). */
     recovered: z.literal(true).optional(),
     trace,
   }),
@@ -58,7 +58,7 @@ export const JOBS = {
     orgId: z.uuid().optional(),
     trace,
   }),
-  /** Take the next step (one page) of a recover or replay task (CONTRACT 11; packages/delivery/src/tasks.ts). */
+  /** Take the next step (one page) of a recover or replay task (CONTRACT 11; packages/delivery/src/tasks/step.ts). */
   task: z.object({ taskId: z.uuid() }),
 } as const;
 

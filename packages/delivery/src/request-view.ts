@@ -1,9 +1,9 @@
 import type { SecretBox } from '@gatehook/core/encryption';
 import { USER_AGENT } from '@gatehook/core/version';
 import { RESERVED_HEADERS } from '@gatehook/core/webhook-schema';
-import { REDACTED, Redactor } from './redaction';
-import { deliveryHeaders } from './signing';
-import { openBody } from './stored-body';
+import { REDACTED, Redactor } from './render/redaction';
+import { deliveryHeaders } from './render/signing';
+import { openBody } from './render/stored-body';
 import { WEBHOOK_CONFIG_TTL_MS } from './webhook-configs';
 
 /** The stored secrets of a webhook, encrypted, as its row holds them. */

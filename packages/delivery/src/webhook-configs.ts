@@ -8,10 +8,10 @@ import type { ClientCertificate } from '@gatehook/egress/client-certificate';
 import { sqlPool, type Db } from '@gatehook/db/client';
 import { loadOrgWebhooks } from '@gatehook/db/webhooks';
 import { parseTemplate, type ExecLimits, type Template } from '@gatehook/templates/template';
-import type { AuditEventData } from './envelope';
-import { renderEnvelope } from './envelope';
-import { renderWithTemplate } from './payload-template';
-import { deliveryError } from './delivery-error';
+import type { AuditEventData } from './render/envelope';
+import { renderEnvelope } from './render/envelope';
+import { renderWithTemplate } from './render/payload-template';
+import { deliveryError } from './state/delivery-error';
 
 /**
  * Longest a process renders with a webhook configuration it cached before a change, when the change's invalidation

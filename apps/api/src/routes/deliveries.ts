@@ -1,10 +1,9 @@
 import { z } from 'zod';
+import { DELIVERY_STATUSES } from '@gatehook/db/delivery/status';
 import { pageQuery } from '../http/pagination';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { errorResponses, idParams } from '../http/schemas';
 import { getDelivery, listAttempts, listDeliveries, MAX_INLINE_ATTEMPTS, retryDelivery, testWebhook, type DeliveryDeps } from '../services/deliveries';
-
-const DELIVERY_STATUSES = ['pending', 'retrying', 'succeeded', 'failed'] as const;
 
 const attemptSchema = z.object({
   at: z.iso.datetime(),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { DESTINATION_PRESETS } from '@gatehook/delivery/destinations';
+import { DESTINATION_PRESETS } from '@gatehook/delivery/render/destinations';
 import { validationError } from '@gatehook/core/errors';
-import { previewInputSchema, previewRender } from '@gatehook/delivery/preview';
+import { previewInputSchema, previewRender } from '@gatehook/delivery/render/preview';
 import type { RenderPool } from '@gatehook/delivery/render/pool';
 import { DESTINATIONS, WEBHOOK_FORMATS } from '@gatehook/core/webhook-schema';
 import { defineRoute, type AnyRoute } from '../http/route';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { createWebhookSchema, patchWebhookSchema, WEBHOOK_STATUSES, webhookSchema } from '@gatehook/core/webhook-schema';
-import type { ManualStatusOperation } from '@gatehook/delivery/webhook-state';
+import type { ManualStatusOperation } from '@gatehook/delivery/state/webhook';
 import { actorOf } from '../http/actor';
 import { pageQuery } from '../http/pagination';
 import { defineRoute, type AnyRoute } from '../http/route';

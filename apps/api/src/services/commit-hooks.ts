@@ -1,6 +1,6 @@
 import { publishInvalidation } from '@gatehook/cache/invalidation';
 import type { Logger } from '@gatehook/core/logger';
-import { recordAuditEvent, type AuditEventInput } from '@gatehook/db/audit-events';
+import { recordAuditEvent, type OwnAuditEvent } from '@gatehook/db/audit-events';
 import type { Db, Prisma } from '@gatehook/db/client';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { WEBHOOKS_TOPIC } from '@gatehook/delivery/webhook-configs';
@@ -25,7 +25,7 @@ export function commitHooks(deps: { redis: RedisConnection; prefix: string; queu
 }
 
 /** Records an audit event in the transaction and remembers its id for the after-commit fan-out. */
-export type RecordEvent = (input: AuditEventInput) => Promise<string>;
+export type RecordEvent = (input: OwnAuditEvent) => Promise<string>;
 
 /**
  * Runs a change and the audit events that record it in one transaction; once it commits, hands the events to

@@ -2,13 +2,14 @@ import type { SecretBox } from '@gatehook/core/encryption';
 import { AppError, notFound } from '@gatehook/core/errors';
 import type { Db } from '@gatehook/db/client';
 import type { Delivery, DeliveryAttempt } from '@gatehook/db/generated/client';
-import type { Sender } from '@gatehook/delivery/request';
+import type { Sender } from '@gatehook/delivery/render/request';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
-import { restartDeliveries } from '@gatehook/delivery/manual';
+import { restartDeliveries } from '@gatehook/db/delivery/restart';
+import { isQueued, isRetryable } from '@gatehook/db/delivery/status';
 import type { RenderPool } from '@gatehook/delivery/render/pool';
-import { sendTestEvent, type TestResult } from '@gatehook/delivery/test-send';
+import { sendTestEvent, type TestResult } from '@gatehook/delivery/pipeline/test-send';
 import { afterCursor, decodeCursor, decodeSequenceCursor, encodeSequenceCursor, page, sequencePage } from '../http/pagination';
-import { deliveryError } from '@gatehook/delivery/delivery-error';
+import { deliveryError } from '@gatehook/delivery/state/delivery-error';
 
 export interface DeliveryDeps {
   db: Db;
@@ -53,8 +54,8 @@ export function toDeliveryView(row: Delivery, latestAttempts: AttemptRow[], deta
     attempt_count: row.attemptCount,
     attempts: shown.reverse().map(toAttemptView),
     attempts_cursor: latestAttempts.length > MAX_INLINE_ATTEMPTS && oldestShown ? encodeSequenceCursor(oldestShown.id) : null,
-    ...(row.nextRetryAt && (row.status === 'pending' || row.status === 'retrying') ? { next_retry_at: row.nextRetryAt.toISOString() } : {}),
-    retryable: row.status === 'failed' && row.bodyEncrypted !== null,
+    ...(row.nextRetryAt && isQueued(row.status) ? { next_retry_at: row.nextRetryAt.toISOString() } : {}),
+    retryable: isRetryable(row),
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
     ...(detail ? { event_ids: row.eventIds, error: row.error } : {}),

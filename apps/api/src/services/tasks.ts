@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { AppError, notFound, validationError } from '@gatehook/core/errors';
 import { recordAuditEvent } from '@gatehook/db/audit-events';
 import type { Db } from '@gatehook/db/client';
-import { createTask, findRunningTask, toWebhookTask, type TaskKind, type WebhookTask } from '@gatehook/db/tasks';
+import { createTask, findRunningTask, toWebhookTask, type TaskKind, type WebhookTask } from '@gatehook/db/webhook-tasks';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
-import { checkTaskWindow } from '@gatehook/delivery/tasks';
+import { checkTaskWindow } from '@gatehook/delivery/tasks/window';
 import { auditFields, type Actor } from '../http/actor';
 import { afterCursor, decodeCursor, page, pageOrder } from '../http/pagination';
 

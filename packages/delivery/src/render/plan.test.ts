@@ -1,8 +1,8 @@
 import { DEVELOPMENT_ENCRYPTION_KEY } from '@gatehook/core/config';
 import { SecretBox } from '@gatehook/core/encryption';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
-import { openBody } from '../stored-body';
-import { sampleEvent } from '../payload-template';
+import { openBody } from './stored-body';
+import { sampleEvent } from './payload-template';
 import { toLiveWebhook } from '../webhook-configs';
 import { planDeliveries, planSlice, emptyPlan, mergePlan, type PlanEvent, type PlanInput, type PlanProgress } from './plan';
 

@@ -1,9 +1,9 @@
 import type { SecretBox } from '@gatehook/core/encryption';
 import { batches, subscribes, type StoredWebhook } from '@gatehook/core/webhook-config';
-import type { RenderedEvent } from '../bodies';
-import { failedDelivery, packDeliveries, type PreparedDelivery } from '../deliveries';
-import { deliveryError } from '../delivery-error';
-import type { AuditEventData } from '../envelope';
+import type { RenderedEvent } from './bodies';
+import { failedDelivery, packDeliveries, type PreparedDelivery } from './prepare';
+import { deliveryError } from '../state/delivery-error';
+import type { AuditEventData } from './envelope';
 import type { LiveWebhook } from '../webhook-configs';
 
 /** One event to plan, with the instant it was received (fan-out delivers only what came after activeSince). */

@@ -1,10 +1,10 @@
 import { DEVELOPMENT_ENCRYPTION_KEY } from '@gatehook/core/config';
 import { SecretBox } from '@gatehook/core/encryption';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
-import { sampleEvent } from '../payload-template';
-import { previewRender } from '../preview';
-import { openBody } from '../stored-body';
-import { testEvent } from '../test-send';
+import { sampleEvent } from './payload-template';
+import { previewRender } from './preview';
+import { openBody } from './stored-body';
+import { testEvent } from '../pipeline/test-send';
 import { RenderPool } from './pool';
 
 // The real render thread, loaded under jest through its own TypeScript loader (thread-entry.cjs).

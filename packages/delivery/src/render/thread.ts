@@ -3,9 +3,9 @@ import { LRUCache } from 'lru-cache';
 import { workerData } from 'piscina';
 import { SecretBox } from '@gatehook/core/encryption';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
-import type { AuditEventData } from '../envelope';
-import { renderPreview, type PreviewOutcome, type PreviewRender } from '../preview';
-import { renderTestBody, type TestBody } from '../test-send';
+import type { AuditEventData } from './envelope';
+import { renderPreview, type PreviewOutcome, type PreviewRender } from './preview';
+import { renderTestBody, type TestBody } from '../pipeline/test-send';
 import { toLiveWebhook, type LiveWebhook } from '../webhook-configs';
 import { planSlice, type PlanInput, type PlanProgress, type PlanSlice } from './plan';
 

@@ -1,0 +1,61 @@
+import { commitFanout } from '@gatehook/db/delivery/create';
+import { readPendingEvents } from '@gatehook/db/outbox';
+import { scheduleBatchFlushes } from './batch-flush';
+import type { EngineContext } from '../context';
+import { DELIVER_CHUNK, type DeliveryQueues } from '../jobs';
+import { disableWebhook } from '../state/webhook';
+
+/**
+ * Fans committed audit events out to the active webhooks of their organisation that subscribe to them and whose
+ * condition matches: one delivery per event for unbatched webhooks; for batching ones, full batches as deliveries at once
+ * and the rest (fewer than max_events) as batch-buffer entries. Conditions, rendering and encryption run before
+ * any statement, in the render pool (render/plan.ts) against the cached configuration; then one statement claims
+ * the events and stores what was prepared for exactly the events it claimed, so a duplicated job or a
+ * reconciler pass never creates a delivery twice. Webhooks only receive events received after the instant they became active (so not the event of that change).
+ */
+export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readonly string[]): Promise<{ events: number; deliveries: number }> {
+  const webhooks = (await ctx.configs.ofOrg(orgId)).filter((w) => w.status === 'active');
+  const now = new Date();
+  if (webhooks.length === 0) {
+    // Nobody to deliver to: the events are claimed without being read.
+    const committed = await commitFanout(ctx.pool, { orgId, eventIds, now, deliveries: [], batchItems: [] });
+    return { events: committed.claimed.length, deliveries: 0 };
+  }
+  const events = await readPendingEvents(ctx.pool, orgId, eventIds);
+  if (events.length === 0) return { events: 0, deliveries: 0 };
+  // Matching, rendering, packing and sealing run in the render pool, fairly shared between organisations; this
+  // event loop keeps the reads, the commit and the dispatch.
+  const plan = await ctx.render.plan(orgId, {
+    webhooks: webhooks.map((w) => w.stored),
+    events,
+    now,
+    filter: 'live',
+    buffer: true,
+  });
+  const { deliveries, batchItems, broken } = plan;
+  const batched = new Map(plan.batched);
+
+  // Deliveries this process will attempt itself are created leased: their first attempt needs no lease statement.
+  // A large fan-out goes to the queue in chunks instead, so that no run holds more than a job would.
+  const pending = deliveries.filter((d) => d.status === 'pending').length;
+  const local = pending > 0 && pending <= DELIVER_CHUNK && ctx.local ? await ctx.local.claim(pending, orgId) : null;
+  let committed: Awaited<ReturnType<typeof commitFanout>>;
+  try {
+    committed = await commitFanout(ctx.pool, { orgId, eventIds: events.map((e) => e.data.id), now, deliveries, batchItems, leasedUntil: local?.leaseUntil ?? null });
+  } catch (error) {
+    local?.cancel();
+    throw error;
+  }
+  const created = new Set(committed.deliveries);
+  const due = deliveries.filter((d) => d.status === 'pending' && created.has(d.id));
+  if (local) {
+    local.start(due.map((d) => ({ id: d.id, orgId, webhookId: d.webhookId, status: 'pending', cycleAttempts: 0, throttledStreak: 0, bodyEncrypted: d.bodyEncrypted, body: d.body, contentType: d.contentType, leasedUntil: local.leaseUntil })));
+  } else await ctx.queues.deliverNow(due.map((d) => d.id), orgId);
+  if (committed.claimed.length > 0) {
+    for (const webhookId of broken) await disableWebhook(ctx, orgId, webhookId, 'template_error');
+    // The buffers this call added to: its own rest, or a full batch whose events a racing call partly claimed.
+    const buffered = new Map([...batched].filter(([webhookId]) => committed.buffered.includes(webhookId)));
+    await scheduleBatchFlushes(ctx, orgId, buffered, now);
+  }
+  return { events: committed.claimed.length, deliveries: created.size };
+}

@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import type { SecretBox } from '@gatehook/core/encryption';
+import type { StoredWebhook } from '@gatehook/core/webhook-config';
+import { signedRequest, type Sender } from '../render/request';
+import { packBodies } from '../render/bodies';
+import type { AuditEventData } from '../render/envelope';
+import { REQUEST_RENDER_BUDGET_MS } from '../render/payload-template';
+import { toLiveWebhook, type LiveWebhook } from '../webhook-configs';
+import { deliveryError } from '../state/delivery-error';
+
+/** SPEC 2.3: the result of a test send. */
+export interface TestResult {
+  success: boolean;
+  status_code?: number;
+  error?: string;
+  duration_ms: number;
+  response_snippet?: string;
+}
+
+/** The `webhook.test` event of a test send; never stored and never fanned out. */
+export function testEvent(webhook: Pick<StoredWebhook, 'id' | 'orgId' | 'name'>, now = new Date()): AuditEventData {
+  return {
+    id: randomUUID(),
+    org_id: webhook.orgId,
+    action: 'webhook.test',
+    actor_type: 'system',
+    actor_id: 'gatehook',
+    actor_display_name: 'Gatehook',
+    resource_type: 'webhook',
+    resource_id: webhook.id,
+    resource_display_name: webhook.name,
+    resources: {},
+    context: {},
+    changes: [],
+    payload: { webhook_id: webhook.id, webhook_name: webhook.name },
+    created_at: now.toISOString(),
+  };
+}
+
+/** A test send's body, or why there is none. */
+export type TestBody = { ok: true; body: string; contentType: string } | { ok: false; error: string };
+
+/**
+ * Renders and packs the body of a test send, with the webhook's template and format, within `budgetMs`
+ * (CONTRACT 15: the request's one render budget). Pure; the API runs it in its render pool.
+ */
+export function renderTestBody(webhook: LiveWebhook, event: AuditEventData, budgetMs: number = REQUEST_RENDER_BUDGET_MS): TestBody {
+  const rendered = webhook.render(event, undefined, { maxDurationMs: budgetMs });
+  if (!rendered.ok) return { ok: false, error: deliveryError('template_error', rendered.error) };
+  const { bodies } = packBodies(webhook.format, [{ eventId: event.id, json: rendered.json }], webhook.maxEvents);
+  const body = bodies[0];
+  return body ? { ok: true, body: body.body, contentType: body.contentType } : { ok: false, error: deliveryError('payload_too_large') };
+}
+
+/** Renders a test send's body away from the caller's event loop (the render pool), or in place. */
+export type TestRenderer = (webhook: StoredWebhook, event: AuditEventData) => Promise<TestBody>;
+
+/**
+ * Sends a `webhook.test` event to one webhook whatever its status, ignoring its condition but using its template,
+ * format, headers and secrets, and waits for the answer (SPEC 4.2). It neither starts nor ends a failure streak.
+ * The body is rendered by `render` (the API's render pool); signing and the request happen here.
+ */
+export async function sendTestEvent(deps: { box: SecretBox; send: Sender; render: TestRenderer }, stored: StoredWebhook): Promise<TestResult> {
+  const now = new Date();
+  const webhook = toLiveWebhook(stored, deps.box);
+  if (webhook.unreadable) return { success: false, error: webhook.unreadable, duration_ms: 0 };
+  const body = await deps.render(stored, testEvent(webhook, now));
+  if (!body.ok) return { success: false, error: body.error, duration_ms: 0 };
+
+  const request = signedRequest(webhook, { id: randomUUID(), body: body.body, contentType: body.contentType }, now);
+  const result = await deps.send({ url: request.url, headers: request.headers, body: request.body, clientCertificate: request.clientCertificate });
+  return {
+    success: result.error === null && result.statusCode >= 200 && result.statusCode < 300,
+    ...(result.statusCode > 0 ? { status_code: result.statusCode } : {}),
+    ...(result.error ? { error: result.error } : {}),
+    duration_ms: Math.round(result.durationMs),
+    ...(result.statusCode > 0 ? { response_snippet: result.responseSnippet } : {}),
+  };
+}
