@@ -145,6 +145,8 @@ export interface Rig {
   apiProcess: Service;
   databaseUrl: string;
   db: Db;
+  /** The pids of the stack's Redis servers (every master of a cluster), for CPU figures. */
+  redisPids: number[];
   encryptionKey: string;
   org(): Promise<Org>;
   receiver(hang?: Hang): Promise<CountingReceiver>;
@@ -165,14 +167,14 @@ async function stopService(service: ServiceProcess): Promise<void> {
 /** Where a stack's Redis is: one private redis-server, or a private 3-master Redis Cluster (no replicas). */
 export type RigRedis = 'single' | 'cluster';
 
-/** A private Redis of the kind asked for, and the service's settings that point at it. */
-async function startRigRedis(kind: RigRedis): Promise<{ env: Record<string, string>; close(): Promise<void> }> {
+/** A private Redis of the kind asked for, the service's settings that point at it, and its servers' pids. */
+async function startRigRedis(kind: RigRedis): Promise<{ env: Record<string, string>; pids: number[]; close(): Promise<void> }> {
   if (kind === 'cluster') {
     const cluster = await startRedisCluster({ masters: 3 });
-    return { env: { REDIS_CLUSTER_NODES: cluster.seeds.join(',') }, close: () => cluster.close() };
+    return { env: { REDIS_CLUSTER_NODES: cluster.seeds.join(',') }, pids: cluster.masters.map((port) => cluster.pid(port)), close: () => cluster.close() };
   }
   const redis = await startRedisServer();
-  return { env: { REDIS_URL: redis.url }, close: () => redis.close() };
+  return { env: { REDIS_URL: redis.url }, pids: [redis.pid], close: () => redis.close() };
 }
 
 /** Runs `use` on a fresh stack; every process, receiver, Redis and the database go away whatever happens. */
@@ -231,6 +233,7 @@ export async function withRig<T>(use: (rig: Rig) => Promise<T>, redisKind: RigRe
       apiProcess,
       databaseUrl: database.url,
       db,
+      redisPids: redis.pids,
       encryptionKey: env.GATEHOOK_ENCRYPTION_KEY,
       async org() {
         const orgId = randomUUID();

@@ -21,7 +21,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ServiceProcess } from '@gatehook/testkit/processes';
 import { startReceiver } from '@gatehook/testkit/receiver';
 import { sqlPool } from '@gatehook/db/client';
-import { meter } from './cost';
+import { cpuMs, meter } from './cost';
 import { BareSender, CONCURRENCY, figure, withRig, type Org, type Rig, type RigRedis } from './delivery';
 import type { Figure } from './measure';
 
@@ -142,6 +142,8 @@ interface Burst {
   ms: number;
   workerCpuMs: number;
   postgresCpuMs: number;
+  /** CPU ms of the stack's Redis servers (all masters) per delivery. */
+  redisCpuMs: number;
 }
 
 /** Posts `eventsPerOrg` events to every organisation (100 a request, CLIENTS clients) and waits for every delivery. */
@@ -152,6 +154,8 @@ async function burst(stack: Stack, eventsPerOrg: number): Promise<Burst> {
   const requests = stack.orgs.flatMap((org) => Array.from({ length: Math.ceil(eventsPerOrg / 100) }, (_, i) => () => org.ingest(Math.min(100, eventsPerOrg - i * 100))));
   const window = await meter(stack.rig.apiProcess, stack.workers);
   const stallsBefore = await stallCounters(stack.workers);
+  const redisCpu = () => stack.rig.redisPids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+  const redisBefore = redisCpu();
   const started = performance.now();
   let next = 0;
   await Promise.all(
@@ -165,9 +169,10 @@ async function burst(stack: Stack, eventsPerOrg: number): Promise<Burst> {
   const ms = stack.counter.lastAt() - started;
   const ms99 = stack.counter.arrivedAt(base + Math.ceil(expected * 0.99) - 1) - started;
   const cost = await window.end(arrived);
+  const redisCpuMs = Number(((redisCpu() - redisBefore) / Math.max(1, arrived)).toFixed(3));
   const stallsAfter = await stallCounters(stack.workers);
   const stalls = { reenqueued: stallsAfter.reenqueued - stallsBefore.reenqueued, restarts: stallsAfter.restarts - stallsBefore.restarts, redisErrors: stallsAfter.redisErrors - stallsBefore.redisErrors };
-  return { deliveriesPerSecond: Math.round((arrived / ms) * 1000), repeats: stack.counter.repeats() - repeatsBefore, ms99, stalls, expected, arrived, ms, workerCpuMs: cost.workerCpuMs, postgresCpuMs: cost.postgresCpuMs };
+  return { deliveriesPerSecond: Math.round((arrived / ms) * 1000), repeats: stack.counter.repeats() - repeatsBefore, ms99, stalls, expected, arrived, ms, workerCpuMs: cost.workerCpuMs, postgresCpuMs: cost.postgresCpuMs, redisCpuMs };
 }
 
 /** Starts worker processes until the stack has `count`, then warms the new ones up with a burst. */
@@ -204,7 +209,7 @@ async function bareRate(stack: Stack): Promise<number> {
 
 const TOPOLOGY: Record<RigRedis, string> = { single: 'one Redis', cluster: '3-master Redis Cluster' };
 
-function note(b: Burst, processes: number): string {
+function note(b: Burst, processes: number, stack: RigRedis): string {
   const missing = b.arrived < b.expected ? `; ${(b.expected - b.arrived).toLocaleString('en-US')} of ${b.expected.toLocaleString('en-US')} had not arrived within ${SETTLE_MS / 1000} s` : '';
   const repeated = b.repeats > 0 ? `; ${b.repeats.toLocaleString('en-US')} arrived twice` : '';
   const stalls = [
@@ -213,7 +218,7 @@ function note(b: Burst, processes: number): string {
     b.stalls.redisErrors > 0 ? `${b.stalls.redisErrors} Redis errors in periodic work` : '',
   ].filter((x) => x !== '');
   const first99 = `99 % in ${(b.ms99 / 1000).toFixed(1)} s (${Math.round((b.expected * 0.99 * 1000) / b.ms99).toLocaleString('en-US')} deliveries/s)`;
-  return `${b.arrived.toLocaleString('en-US')} deliveries in ${(b.ms / 1000).toFixed(1)} s, ${first99}; worker CPU ${b.workerCpuMs} ms a delivery (${processes === 1 ? 'the process' : `all ${processes} processes`})${missing}${repeated}${stalls.length > 0 ? `; ${stalls.join(', ')}` : ''}`;
+  return `${b.arrived.toLocaleString('en-US')} deliveries in ${(b.ms / 1000).toFixed(1)} s, ${first99}; worker CPU ${b.workerCpuMs} ms a delivery (${processes === 1 ? 'the process' : `all ${processes} processes`}), Redis CPU ${b.redisCpuMs} ms (${stack === 'cluster' ? 'all 3 masters' : 'the server'})${missing}${repeated}${stalls.length > 0 ? `; ${stalls.join(', ')}` : ''}`;
 }
 
 /** The partitioned history tables, and what one of their rows is. */
@@ -287,7 +292,7 @@ async function measure(stacks: Stack[]): Promise<Figure[]> {
           : processes === 1
             ? [`bare render + sign + keep-alive HTTPS POST loop, ${CONCURRENCY} in flight`, bare] as const
             : ['1 worker process, one Redis, same run', one.deliveriesPerSecond] as const;
-      figures.push({ ...figure(name, b.deliveriesPerSecond, 'deliveries/s', reference[0], reference[1]), note: note(b, processes) });
+      figures.push({ ...figure(name, b.deliveriesPerSecond, 'deliveries/s', reference[0], reference[1]), note: note(b, processes, stack.kind) });
     }
     for (const processes of PROCESS_COUNTS.filter((n) => n > 1)) {
       const b = results.get(`${stack.kind}:${processes}`)!;
