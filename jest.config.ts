@@ -20,11 +20,13 @@ const common: Project = {
 
 /**
  * The suites that run a second time on a 3-master Redis Cluster (CONTRACT 16): delivery end to end (fan-out,
- * batching, retries, templates, state), rate limit checks and management throttling on the shared store, the
- * redis counter store, the reconciler, and the cluster's own tests (periodic work, watchdog, readiness).
+ * batching, retries, templates, state), recover and replay tasks, rate limit checks and management throttling on
+ * the shared store, the redis counter store, the reconciler, and the cluster's own tests (periodic work, watchdog,
+ * readiness).
  */
 export const CLUSTER_SUITES = [
   '<rootDir>/apps/worker/test/delivery.*.test.ts',
+  '<rootDir>/apps/worker/test/recover-*.test.ts',
   '<rootDir>/apps/worker/test/reconciler.test.ts',
   '<rootDir>/apps/worker/test/queues.test.ts',
   '<rootDir>/apps/api/test/rate-limit-check.test.ts',

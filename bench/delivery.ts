@@ -31,12 +31,13 @@ import { deliveryHeaders } from '@gatehook/delivery/render/signing';
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { startRedisServer, startServiceProcess, type ServiceProcess } from '@gatehook/testkit/processes';
 import { startReceiver, testCa } from '@gatehook/testkit/receiver';
+import { startRedisCluster } from '@gatehook/testkit/redis-cluster';
 import { meter, type Cost, type Service } from './cost';
 import { SAMPLE_EVENT } from './expressions';
 import { percentile, type Figure } from './measure';
 
 /** The bare loops' requests in flight (the worker's default DELIVERY_CONCURRENCY when this was written). */
-const CONCURRENCY = 50;
+export const CONCURRENCY = 50;
 /** The product's own per-attempt timeout (DELIVERY_TIMEOUT_MS), which the bench never changes. */
 export const DEFAULT_TIMEOUT_MS = parseConfig({ NODE_ENV: 'test' }).DELIVERY_TIMEOUT_MS;
 /** Events of the cold burst (figure 0), posted 100 a request from 4 clients. */
@@ -144,6 +145,8 @@ export interface Rig {
   apiProcess: Service;
   databaseUrl: string;
   db: Db;
+  /** The pids of the stack's Redis servers (every master of a cluster), for CPU figures. */
+  redisPids: number[];
   encryptionKey: string;
   org(): Promise<Org>;
   receiver(hang?: Hang): Promise<CountingReceiver>;
@@ -163,15 +166,28 @@ async function stopService(service: ServiceProcess): Promise<void> {
   }
 }
 
+/** Where a stack's Redis is: one private redis-server, or a private 3-master Redis Cluster (no replicas). */
+export type RigRedis = 'single' | 'cluster';
+
+/** A private Redis of the kind asked for, the service's settings that point at it, and its servers' pids. */
+async function startRigRedis(kind: RigRedis): Promise<{ env: Record<string, string>; pids: number[]; close(): Promise<void> }> {
+  if (kind === 'cluster') {
+    const cluster = await startRedisCluster({ masters: 3 });
+    return { env: { REDIS_CLUSTER_NODES: cluster.seeds.join(',') }, pids: cluster.masters.map((port) => cluster.pid(port)), close: () => cluster.close() };
+  }
+  const redis = await startRedisServer();
+  return { env: { REDIS_URL: redis.url }, pids: [redis.pid], close: () => redis.close() };
+}
+
 /** Runs `use` on a fresh stack; every process, receiver, Redis and the database go away whatever happens. */
-export async function withRig<T>(use: (rig: Rig) => Promise<T>): Promise<T> {
+export async function withRig<T>(use: (rig: Rig) => Promise<T>, redisKind: RigRedis = 'single'): Promise<T> {
   const cleanups: (() => Promise<unknown>)[] = [];
   try {
     const database = await createTestDatabase();
     cleanups.push(() => database.drop());
     const db = createDb(database.url, { poolSize: 2 });
     cleanups.push(() => db.$disconnect());
-    const redis = await startRedisServer();
+    const redis = await startRigRedis(redisKind);
     cleanups.push(() => redis.close());
     const services = new Set<ServiceProcess>();
     cleanups.push(() => Promise.allSettled([...services].map(stopService)));
@@ -180,7 +196,7 @@ export async function withRig<T>(use: (rig: Rig) => Promise<T>): Promise<T> {
 
     const env = {
       DATABASE_URL: database.url,
-      REDIS_URL: redis.url,
+      ...redis.env,
       REDIS_PREFIX: `bench_${randomBytes(4).toString('hex')}`,
       EGRESS_ALLOW_CIDRS: '127.0.0.1/32',
       EGRESS_EXTRA_CA_FILE: testCa().caFile,
@@ -223,6 +239,7 @@ export async function withRig<T>(use: (rig: Rig) => Promise<T>): Promise<T> {
       },
       databaseUrl: database.url,
       db,
+      redisPids: redis.pids,
       encryptionKey: env.GATEHOOK_ENCRYPTION_KEY,
       async org() {
         const orgId = randomUUID();
@@ -267,7 +284,7 @@ export async function withRig<T>(use: (rig: Rig) => Promise<T>): Promise<T> {
 // --- the bare reference loop ----------------------------------------------------------------------------------
 
 /** Renders, signs and POSTs bodies of `eventsPerBody` fresh events to one receiver over keep-alive HTTPS. */
-class BareSender {
+export class BareSender {
   // Idle sockets are dropped before the receiver's keep-alive timeout (Node's 5 s), as the egress client does.
   private readonly agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY, timeout: 4_000, ca: testCa().pki.caPem });
   private readonly url: URL;

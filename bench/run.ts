@@ -12,6 +12,7 @@ import { ingestionFigures } from './ingestion';
 import { rateLimitFigures } from './ratelimit';
 import { recoverFigures } from './recover';
 import { retentionFigures } from './retention';
+import { scaleFigures } from './scale';
 import { tracingFigures } from './tracing';
 import type { Figure } from './measure';
 
@@ -28,9 +29,13 @@ const GROUPS: Record<string, (seconds: number) => Figure[] | Promise<Figure[]>> 
   egress: egressFigures,
   recover: recoverFigures,
   retention: retentionFigures,
+  scale: scaleFigures,
 };
-/** Groups that run only when BENCH_ONLY names them: retention seeds millions of rows (minutes). */
-const OPT_IN = new Set(['retention']);
+/**
+ * Groups that run only when BENCH_ONLY names them: retention seeds millions of rows (minutes); scale runs two
+ * stacks of up to 4 worker processes each, one of them on a Redis Cluster (minutes).
+ */
+const OPT_IN = new Set(['retention', 'scale']);
 const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null;
 
 async function main(): Promise<void> {

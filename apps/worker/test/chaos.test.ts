@@ -10,7 +10,9 @@ import { startRedisCluster, type TestRedisCluster } from '@gatehook/testkit/redi
 import { auditEvent } from '@gatehook/testkit/stack';
 
 // Chaos at 2,000 events a scenario (CHAOS_EVENTS changes it): real API and worker processes, a private Redis
-// server, and a receiver that counts event ids. `pnpm test:chaos` runs only these. Each scenario prints its lost and duplicated counts.
+// server (one API and one worker) or a private 3-master Redis Cluster with a replica per master (two APIs, the
+// stream alternating between them, and two workers, throughout), and a receiver that counts event ids.
+// `pnpm test:chaos` runs only these. Each scenario prints its lost and duplicated counts.
 const EVENTS = Number(process.env.CHAOS_EVENTS ?? 2000);
 const BATCH = 10;
 /** No ingestion request may take longer than this, whatever is broken behind the API. */
@@ -30,7 +32,7 @@ afterAll(async () => {
   await database.drop();
 });
 
-/** One chaos run: a private Redis, an API and a worker process, a webhook to a receiver that counts event ids. */
+/** One chaos run: a private Redis, API and worker processes, a webhook to a receiver that counts event ids. */
 interface Chaos {
   env: Record<string, string>;
   orgId: string;
@@ -40,8 +42,10 @@ interface Chaos {
   cluster?: TestRedisCluster;
   /** The run's private Postgres server, when the plan asked for one. */
   postgres?: PostgresServer;
-  api: ServiceProcess;
-  worker: ServiceProcess;
+  /** The API processes (two on a cluster): batch i of the stream goes to apis[i % apis.length]. */
+  apis: ServiceProcess[];
+  /** The worker processes (two on a cluster). */
+  workers: ServiceProcess[];
   /** Chaos started in the background (a restart); awaited before counting. */
   background: Promise<void>[];
 }
@@ -49,7 +53,10 @@ interface Chaos {
 interface ChaosPlan {
   /** Runs on a private Postgres server (c.postgres) instead of the shared one, so the plan may stop it. */
   privatePostgres?: boolean;
-  /** Runs on a private Redis Cluster of 3 masters with a replica each (c.cluster) instead of one Redis server. */
+  /**
+   * Runs on a private Redis Cluster of 3 masters with a replica each (c.cluster) instead of one Redis server, with
+   * two APIs and two workers.
+   */
   cluster?: boolean;
   /** Events committed outside the HTTP stream (the promise covers them too). */
   before?(c: Chaos): Promise<string[]>;
@@ -108,21 +115,27 @@ async function runOnServers(name: string, plan: ChaosPlan, redis: Pick<Chaos, 'r
     RECONCILE_INTERVAL_MS: '500',
     NODE_ENV: 'test',
   };
-  const c: Chaos = { env, orgId, ...redis, ...(postgres ? { postgres } : {}), api: await startServiceProcess('api', env), worker: await startServiceProcess('worker', env), background: [] };
+  const c: Chaos = { env, orgId, ...redis, ...(postgres ? { postgres } : {}), apis: [], workers: [], background: [] };
   try {
-    const created = await fetch(`http://127.0.0.1:${c.api.port}/webhooks`, {
+    // Started together; each one that started is in c (and killed below) even if another did not.
+    const started = await Promise.allSettled((['api', 'worker'] as const).flatMap((app) => Array.from({ length: redis.cluster ? 2 : 1 }, async () => ({ app, process: await startServiceProcess(app, env) }))));
+    for (const s of started) if (s.status === 'fulfilled') (s.value.app === 'api' ? c.apis : c.workers).push(s.value.process);
+    const failed = started.find((s) => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    const created = await fetch(`http://127.0.0.1:${c.apis[0]!.port}/webhooks`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'chaos', url: receiver.url(), events: ['*'] }),
     });
     if (created.status !== 201) throw new Error(`webhook create: ${created.status}`);
     const committed = plan.before ? await plan.before(c) : [];
-    const stream = await ingestStream(() => c.api.port, key, (i) => plan.during(c, i));
+    const port = (batch: number) => c.apis[batch % c.apis.length]!.port;
+    const stream = await ingestStream(port, key, (i) => plan.during(c, i));
     await Promise.all(c.background);
     // Once the chaos is over, every batch that was not accepted is sent again with the same event ids, as a gateway
     // would: ingestion is idempotent on id, so a batch that was committed but not answered (the API killed
     // mid-request) is not delivered twice for it, and every event of the stream ends up accepted.
-    const resent = await resendRefused(() => c.api.port, key, stream);
+    const resent = await resendRefused(port, key, stream);
     const accepted = new Set([...stream.accepted, ...resent.accepted]);
     expect(accepted.size).toBe(stream.answers.length * BATCH);
     await expectAllDelivered(`${name} (${stream.refused.size} of ${stream.answers.length} batches sent again)`, receiver, [...committed, ...accepted]);
@@ -130,7 +143,7 @@ async function runOnServers(name: string, plan: ChaosPlan, redis: Pick<Chaos, 'r
     expect([...stream.answers, ...resent.answers].filter((a) => a.status >= 500 && a.status !== 503)).toEqual([]);
     return stream.answers;
   } finally {
-    await Promise.allSettled([c.api.kill(), c.worker.kill(), receiver.close(), store.close()]);
+    await Promise.allSettled([...c.apis.map((p) => p.kill()), ...c.workers.map((p) => p.kill()), receiver.close(), store.close()]);
   }
 }
 
@@ -163,12 +176,12 @@ async function postBatch(port: number, key: string, batch: number, events: unkno
  * Sends events in batches; returns the ids that were answered 202 (the only ones the promise covers), every
  * answer, and the batches answered otherwise (not accepted: a real client sends them again, see resendRefused).
  */
-async function ingestStream(port: () => number, key: string, onBatch: (index: number) => Promise<void>): Promise<Sent> {
+async function ingestStream(port: (batch: number) => number, key: string, onBatch: (index: number) => Promise<void>): Promise<Sent> {
   const sent: Sent = { accepted: [], answers: [], refused: new Map() };
   for (let i = 0; i < EVENTS / BATCH; i += 1) {
     await onBatch(i);
     const events = Array.from({ length: BATCH }, () => auditEvent({ id: randomUUID(), action: 'gateway.tool.called', payload: { tool_key: 'chaos' } }));
-    const { ids, ...answer } = await postBatch(port(), key, i, events);
+    const { ids, ...answer } = await postBatch(port(i), key, i, events);
     sent.answers.push(answer);
     if (ids) sent.accepted.push(...ids);
     else sent.refused.set(i, events);
@@ -177,13 +190,13 @@ async function ingestStream(port: () => number, key: string, onBatch: (index: nu
 }
 
 /** Sends each refused batch again, unchanged, until the API accepts it (RESENDS tries at most); the ids accepted. */
-async function resendRefused(port: () => number, key: string, stream: Sent): Promise<{ accepted: string[]; answers: Answer[] }> {
+async function resendRefused(port: (batch: number) => number, key: string, stream: Sent): Promise<{ accepted: string[]; answers: Answer[] }> {
   const accepted: string[] = [];
   const answers: Answer[] = [];
   for (const [batch, events] of stream.refused) {
     for (let attempt = 0; attempt < RESENDS; attempt += 1) {
       if (attempt > 0) await new Promise((r) => setTimeout(r, RESEND_GAP_MS));
-      const { ids, ...answer } = await postBatch(port(), key, batch, events);
+      const { ids, ...answer } = await postBatch(port(batch + attempt), key, batch, events);
       answers.push(answer);
       if (ids) {
         accepted.push(...ids);
@@ -210,16 +223,16 @@ async function expectAllDelivered(name: string, receiver: TestReceiver, accepted
 }
 
 describe('chaos: nothing accepted is lost', () => {
-  jest.setTimeout(180_000);
+  // A cluster scenario starts six Redis nodes, two APIs and two workers, and may wait 120 s for the last delivery.
+  jest.setTimeout(300_000);
 
-  it('worker SIGKILLed mid-stream', () =>
-    runChaos('worker SIGKILL', {
-      async during(c, batch) {
-        if (batch !== third) return;
-        await c.worker.kill('SIGKILL');
-        c.worker = await startServiceProcess('worker', c.env);
-      },
-    }));
+  const workerKill: ChaosPlan['during'] = async (c, batch) => {
+    if (batch !== third) return;
+    await c.workers[0]!.kill('SIGKILL');
+    c.workers[0] = await startServiceProcess('worker', c.env);
+  };
+
+  it('worker SIGKILLed mid-stream', () => runChaos('worker SIGKILL', { during: workerKill }));
 
   it('Redis FLUSHALL mid-stream', () =>
     runChaos('Redis FLUSHALL', {
@@ -228,9 +241,17 @@ describe('chaos: nothing accepted is lost', () => {
       },
     }));
 
-  // Opt-in (CHAOS_CLUSTER_FAILOVER=1): it passes alone, but not yet reliably on a loaded machine (see
-  // docs/redis-cluster.md, "Failover"), so it stays out of the default run until that is understood.
-  (process.env.CHAOS_CLUSTER_FAILOVER ? it : it.skip)('a Redis Cluster master killed mid-stream and replaced by its replica', () =>
+  it('on a Redis Cluster: one of two workers SIGKILLed mid-stream', () => runChaos('cluster worker SIGKILL', { cluster: true, during: workerKill }));
+
+  it('on a Redis Cluster: every master flushed mid-stream, twice', () =>
+    runChaos('cluster FLUSHALL of every master', {
+      cluster: true,
+      async during(c, batch) {
+        if (batch === third || batch === 2 * third) expect(await c.cluster!.flushAll()).toHaveLength(3);
+      },
+    }));
+
+  it('on a Redis Cluster: a master killed mid-stream and replaced by its replica', () =>
     runChaos('cluster master failover', {
       cluster: true,
       async during(c, batch) {
@@ -253,8 +274,8 @@ describe('chaos: nothing accepted is lost', () => {
         c.background.push(
           (async () => {
             await new Promise((r) => setTimeout(r, 5));
-            await c.api.kill('SIGKILL');
-            c.api = await startServiceProcess('api', c.env);
+            await c.apis[0]!.kill('SIGKILL');
+            c.apis[0] = await startServiceProcess('api', c.env);
           })(),
         );
       },
@@ -270,7 +291,7 @@ describe('chaos: nothing accepted is lost', () => {
         if (batch === 2 * third) {
           await c.postgres!.start();
           // Both processes lived through the outage and see Postgres again.
-          for (const p of [c.api, c.worker]) expect((await fetch(`http://127.0.0.1:${p.port}/readyz`)).status).toBe(200);
+          for (const p of [...c.apis, ...c.workers]) expect((await fetch(`http://127.0.0.1:${p.port}/readyz`)).status).toBe(200);
         }
         if (down(batch)) await new Promise((r) => setTimeout(r, 400));
       },

@@ -180,7 +180,7 @@ describe('durability', () => {
     await stack.engine.stop();
     const c = stack.config;
     const worker = await startServiceProcess('worker', {
-      DATABASE_URL: c.DATABASE_URL, REDIS_URL: c.REDIS_URL, REDIS_PREFIX: c.REDIS_PREFIX, NODE_ENV: 'test',
+      DATABASE_URL: c.DATABASE_URL, REDIS_URL: c.REDIS_URL, REDIS_CLUSTER_NODES: c.REDIS_CLUSTER_NODES.join(','), REDIS_PREFIX: c.REDIS_PREFIX, NODE_ENV: 'test',
       EGRESS_ALLOW_CIDRS: c.EGRESS_ALLOW_CIDRS, EGRESS_EXTRA_CA_FILE: c.EGRESS_EXTRA_CA_FILE,
       DELIVERY_RETRY_SCHEDULE: c.DELIVERY_RETRY_SCHEDULE.join(','), DELIVERY_TIMEOUT_MS: String(c.DELIVERY_TIMEOUT_MS),
       RECONCILE_INTERVAL_MS: String(c.RECONCILE_INTERVAL_MS), ...TASK_ENV,

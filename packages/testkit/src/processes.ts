@@ -29,7 +29,7 @@ async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, what:
 }
 
 /** A private Redis server (no persistence), so a test may FLUSHALL or restart it without touching other tests. */
-export async function startRedisServer(): Promise<{ url: string; flushAll(): Promise<void>; close(): Promise<void> }> {
+export async function startRedisServer(): Promise<{ url: string; pid: number; flushAll(): Promise<void>; close(): Promise<void> }> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), 'gatehook-redis-'));
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
@@ -40,6 +40,7 @@ export async function startRedisServer(): Promise<{ url: string; flushAll(): Pro
   const exited = once(child, 'exit');
   return {
     url,
+    pid: child.pid!,
     async flushAll() {
       await admin.flushall();
     },

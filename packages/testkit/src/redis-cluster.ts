@@ -22,6 +22,8 @@ export interface TestRedisCluster {
   masterOf(key: string): Promise<number>;
   /** Kills one node (SIGKILL, by pid): a master so killed is replaced by its replica, if it has one. */
   kill(port: number): Promise<void>;
+  /** FLUSHALL on every node that is a master now (its replicas follow); resolves to the masters flushed. */
+  flushAll(): Promise<number[]>;
   /** Stops every node (by pid) and removes the directory; safe to call twice. */
   close(): Promise<void>;
 }
@@ -119,6 +121,13 @@ export async function startRedisCluster(options: { masters?: number; replicasPer
       } finally {
         admin.disconnect();
       }
+    },
+    async flushAll() {
+      const live = ports.filter((p) => alive(readPid(dir, p)));
+      const roles = await Promise.all(live.map(async (p) => (await cli(p, 'role')).split('\n')[0]!.trim()));
+      const current = live.filter((_, i) => roles[i] === 'master');
+      await Promise.all(current.map((p) => cli(p, 'flushall')));
+      return current;
     },
     async kill(port) {
       const pid = readPid(dir, port);
