@@ -1,4 +1,4 @@
-import { FairQueue, ORG_CPU_BUDGET_MS, ORG_CPU_WINDOW_MS, type Started } from './fair-queue';
+import { FairQueue, ORG_CPU_BUDGET_MS, ORG_CPU_WINDOW_MS, SHORT_TASK_MS, type Started } from './fair-queue';
 
 /** Starts every task the queue hands out now; returns them in order. */
 function startAll<T>(queue: FairQueue<T>, now: number): Started<T>[] {
@@ -53,6 +53,20 @@ describe('FairQueue', () => {
     queue.push('b', 'b0');
     expect(queue.next(end)?.item).toBe('b0');
     expect(queue.next(end)).toBeNull();
+  });
+
+  it('keeps every thread for an organisation over its budget whose tasks are short (another waits for one of them at most)', () => {
+    const queue = new FairQueue<string>({ threads: 2 });
+    for (let i = 0; i < 100; i++) queue.push('a', `a${i}`);
+    // Many short tasks: far over the budget in the window, none of them long.
+    let now = 0;
+    while (queue.spentMs('a', now) <= ORG_CPU_BUDGET_MS) {
+      const started = startAll(queue, now);
+      expect(started).toHaveLength(2);
+      now += SHORT_TASK_MS / 3;
+      for (const s of started) queue.finish(s, now);
+    }
+    expect(startAll(queue, now)).toHaveLength(2);
   });
 
   it('counts a running task’s time, and forgets time that left the window', () => {

@@ -8,6 +8,13 @@ export const ORG_CPU_BUDGET_MS = 250;
 /** The window over which an organisation's render time is counted. */
 export const ORG_CPU_WINDOW_MS = 1_000;
 
+/**
+ * Tasks no longer than this are short: an organisation over its budget whose tasks in the window were all short keeps
+ * every thread (work-conserving), since another organisation's task then waits at most for one of them, well within
+ * the 250 ms CONTRACT 15 allows. Above a plan slice (RENDER_SLICE_MS, 50 ms) with room for a loaded machine's jitter.
+ */
+export const SHORT_TASK_MS = 150;
+
 export interface FairQueueOptions {
   /** Threads of the pool (T), at least 2. */
   threads: number;
@@ -32,8 +39,10 @@ interface Org<T> {
 /**
  * The fair queue of a render pool: tasks wait per organisation, and `next` hands out the task of the organisation
  * with the fewest tasks running, round robin between equals, so one organisation's backlog never runs ahead of
- * another's single task. An organisation over its budget (render time in the window, running tasks included) may
- * hold at most T−1 threads. Work-conserving otherwise: an organisation alone under its budget gets every thread.
+ * another's single task. An organisation over its budget (render time in the window, running tasks included) whose
+ * tasks are long (one over SHORT_TASK_MS in the window) may hold at most T−1 threads, alone too, so that another
+ * organisation's task never waits behind a long one. Work-conserving otherwise: an organisation under its budget, or
+ * over it with short tasks only (a fan-out of cheap templates at a high rate), gets every thread it can use.
  * Pure bookkeeping (the caller passes the time), so it is tested without threads.
  */
 export class FairQueue<T> {
@@ -116,7 +125,17 @@ export class FairQueue<T> {
   }
 
   private limit(orgId: string, now: number): number {
-    return this.spentMs(orgId, now) > this.budgetMs ? this.threads - 1 : this.threads;
+    return this.spentMs(orgId, now) > this.budgetMs && this.longestMs(orgId, now) > SHORT_TASK_MS ? this.threads - 1 : this.threads;
+  }
+
+  /** The longest of an organisation's tasks in the window, running ones included (as long as they have run). */
+  private longestMs(orgId: string, now: number): number {
+    const org = this.orgs.get(orgId);
+    if (!org) return 0;
+    let longest = 0;
+    for (const s of org.spent) if (s.at > now - this.windowMs) longest = Math.max(longest, s.ms);
+    for (const r of org.running) longest = Math.max(longest, now - r.startedAt);
+    return longest;
   }
 
   private org(orgId: string): Org<T> {
