@@ -162,6 +162,9 @@ export class AttemptRunner {
       }),
     );
     await releaseDeliveries(this.deps.pool, releases);
+    // A delivery recalled while its run was still going had no waiting job to bring forward yet: it goes back now.
+    const now = new Date();
+    for (const busy of outcome.busy) if (this.deps.scheduler.isRecalled(busy.id)) busy.retryAt = now;
     return outcome;
   }
 

@@ -191,10 +191,12 @@ describe('SendScheduler', () => {
     turns[1]!.release(quick);
     expect(recalls).toEqual([['d1']]);
     expect(scheduler.waitingFor('d1')).toBeUndefined();
+    expect(scheduler.isRecalled('d1')).toBe(true);
     third!.release(quick);
     expect(recalls).toEqual([['d1'], ['d2']]);
     // Back (its job runs): it no longer counts, so the next release recalls two.
     scheduler.doneWaiting('d1');
+    expect(scheduler.isRecalled('d1')).toBe(false);
     scheduler.doneWaiting('d2');
     const again = await scheduler.acquire(to, far());
     again!.release(quick);

@@ -198,6 +198,11 @@ export class SendScheduler {
     waiting.add(deliveryId);
   }
 
+  /** Whether a delivery was recalled (SendSchedulerOptions.recall) and has not come back yet. */
+  isRecalled(deliveryId: string): boolean {
+    return this.recalled.has(deliveryId);
+  }
+
   /** The webhook a delivery is known to wait for, if it was turned away before. */
   waitingFor(deliveryId: string): string | undefined {
     return this.turnedAway.get(deliveryId);
