@@ -42,6 +42,10 @@ const config: Config = {
   // consumers): on a loaded machine that alone can take half a minute. Tests wait for conditions, not for time.
   testTimeout: 60_000,
   maxWorkers: '50%',
+  // Test files run in a worker process that is replaced once it holds more than this after a file. On 2 cores jest
+  // would otherwise run every file in its own single process, where what the files leave behind (sockets, threads)
+  // added up to the open-file limit (EMFILE) in one run.
+  workerIdleMemoryLimit: '1GB',
   globalSetup: '<rootDir>/packages/testkit/src/global-setup.ts',
   projects: [
     { ...common, displayName: 'redis', testMatch: ['**/*.test.ts'] },

@@ -39,7 +39,11 @@ async function main(): Promise<RunningService> {
   const bus = new InvalidationBus(subscriber, config.REDIS_PREFIX);
   const apiKeys = await startApiKeyCache(config, db, bus);
   const rateLimiting = await startConfiguredRateLimiter(config, db, { queues, logger, bus });
-  const render = new RenderPool({ encryptionKey: config.GATEHOOK_ENCRYPTION_KEY, threads: config.API_RENDER_THREADS });
+  const render = new RenderPool({
+    encryptionKey: config.GATEHOOK_ENCRYPTION_KEY,
+    threads: config.API_RENDER_THREADS,
+    onError: (error) => logger.error({ err: error.message }, 'a render thread failed outside a task'),
+  });
   await render.warm();
   const api = createApi({
     config, db, redis, queues, logger, apiKeys, render,

@@ -90,7 +90,11 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
   const bus = new InvalidationBus(subscriber, prefix);
   const configs = new WebhookConfigs(db, box, { logger });
   await configs.follow(bus);
-  const render = new RenderPool({ encryptionKey: config.GATEHOOK_ENCRYPTION_KEY, threads: config.RENDER_THREADS });
+  const render = new RenderPool({
+    encryptionKey: config.GATEHOOK_ENCRYPTION_KEY,
+    threads: config.RENDER_THREADS,
+    onError: (error) => logger.error({ err: error.message }, 'a render thread failed outside a task'),
+  });
   await render.warm();
   const context: EngineContext = {
     db,

@@ -21,6 +21,11 @@ export interface FairPoolOptions {
   workerData?: unknown;
   /** A task still running this long after it started is stopped by terminating its thread. */
   hardDeadlineMs: number;
+  /**
+   * A thread that could not start or failed outside any task (piscina's 'error' event: out of file descriptors,
+   * say). Without a listener that event would end the process; with none given, it becomes a process warning.
+   */
+  onError?: (error: Error) => void;
   /** FairQueue's budget and window (defaults ORG_CPU_BUDGET_MS per ORG_CPU_WINDOW_MS). */
   budgetMs?: number;
   windowMs?: number;
@@ -61,6 +66,8 @@ export class FairPool {
       concurrentTasksPerWorker: 1,
       workerData: options.workerData,
     });
+    const onError = options.onError ?? ((error: Error) => process.emitWarning(error, { code: 'GATEHOOK_RENDER_THREAD' }));
+    this.piscina.on('error', (error: unknown) => onError(error instanceof Error ? error : new Error(String(error))));
   }
 
   /** Number of threads (T). */

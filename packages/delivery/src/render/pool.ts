@@ -36,6 +36,8 @@ export interface RenderPoolOptions {
   hardDeadlineMs?: number;
   budgetMs?: number;
   windowMs?: number;
+  /** A thread that failed outside any task (FairPoolOptions.onError). */
+  onError?: (error: Error) => void;
 }
 
 /**
@@ -56,6 +58,7 @@ export class RenderPool {
       threads: options.threads,
       workerData,
       hardDeadlineMs: options.hardDeadlineMs ?? RENDER_HARD_DEADLINE_MS,
+      ...(options.onError ? { onError: options.onError } : {}),
       ...(options.budgetMs === undefined ? {} : { budgetMs: options.budgetMs }),
       ...(options.windowMs === undefined ? {} : { windowMs: options.windowMs }),
     });
