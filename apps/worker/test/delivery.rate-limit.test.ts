@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startTestEngine } from '@gatehook/testkit/engine';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 
@@ -33,10 +34,18 @@ function mostInOneSecond(times: readonly number[]): number {
 it('delivers 1,000 events to a webhook limited to 50/s over two engines, all of them, at most 50 in any second', async () => {
   const r = await stack.receiver();
   const hook = await stack.webhook(r, { events: ['policy.created'], rate_limit_per_second: 50 });
+  // The receiver records each arrival on this process's event loop, which the two engines share: a stall of that
+  // loop delays the recording of the requests that arrived meanwhile, and they are recorded together once it ends.
+  // Turns are spaced on the Redis clock (webhook-pace.test.ts checks that); here a window may hold, beyond the rate,
+  // the requests of the longest stall seen, and no more.
+  const lag = monitorEventLoopDelay({ resolution: 10 });
+  lag.enable();
   const ids = await stack.ingest(Array.from({ length: 1000 }, (_, i) => auditEvent({ resource_id: `p-${i}` })));
   await r.waitFor((requests) => requests.length >= 1000, 60_000);
   await stack.settle(ids, 30_000);
 
+  lag.disable();
+  const stalledMs = lag.max / 1e6;
   const arrivals = r.requests.map((q) => q.at);
   // Any delivery that arrived twice, with its recorded attempts, so a failure says why.
   const arrivalsOf = new Map<string, number>();
@@ -46,7 +55,7 @@ it('delivers 1,000 events to a webhook limited to 50/s over two engines, all of 
   expect(attemptsOfTwice).toEqual([]);
   expect(r.requests).toHaveLength(1000);
   expect(new Set(r.requests.map((q) => q.headers['webhook-id'])).size).toBe(1000);
-  expect(mostInOneSecond(arrivals)).toBeLessThanOrEqual(50);
+  expect(mostInOneSecond(arrivals)).toBeLessThanOrEqual(50 + Math.ceil((50 * stalledMs) / 1000));
   // Spaced by the rate: 1,000 at 50/s take at least 20 s (20.4 s with the 2% spacing margin). How close to the rate
   // a loaded machine gets is a figure for bench/, not a bound for a test.
   const span = Math.max(...arrivals) - Math.min(...arrivals);
