@@ -167,11 +167,19 @@ export interface ServiceProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
+/**
+ * GATEHOOK_TEST_SERVICE_NODE_FLAGS: node flags added to every API and worker process a test or bench starts, to look
+ * into one (`--cpu-prof --cpu-prof-dir=/tmp/prof` writes each thread's CPU profile when the process stops).
+ */
+function extraNodeFlags(): string[] {
+  return (process.env.GATEHOOK_TEST_SERVICE_NODE_FLAGS ?? '').split(/\s+/).filter((flag) => flag !== '');
+}
+
 /** Runs apps/<app>/src/main.ts as its own process (tsx), and waits until its /healthz answers. */
 export async function startServiceProcess(app: 'api' | 'worker', env: Record<string, string>): Promise<ServiceProcess> {
   const port = await freePort();
   // node itself (not the tsx CLI, which runs the script in a child): a signal must reach the service process.
-  const child: ChildProcess = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', path.join(root, `apps/${app}/src/main.ts`)], {
+  const child: ChildProcess = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...extraNodeFlags(), '--import', 'tsx', path.join(root, `apps/${app}/src/main.ts`)], {
     cwd: root,
     env: { ...process.env, ...env, [app === 'api' ? 'PORT' : 'WORKER_PORT']: String(port), LOG_LEVEL: env.LOG_LEVEL ?? 'warn' },
     // GATEHOOK_TEST_SERVICE_LOGS=1 shows the services' logs (LOG_LEVEL, warn by default) when a scenario needs looking into.

@@ -131,7 +131,7 @@ describe('SendScheduler', () => {
     const scheduler = new SendScheduler({ slots: 50, endpointMax: 1, originMax: 0 });
     const first = await scheduler.acquire(target('A', 'slow'), far());
     expect(first).not.toBeNull();
-    // No pace known yet (UNKNOWN_HOLD_MS): a request with 20 ms left is turned away at once.
+    // No pace known yet: a request beyond the line waits for a first answer, here until its own deadline, 20 ms away.
     expect(await scheduler.acquire(target('A', 'slow'), Date.now() + 20)).toBeNull();
     await new Promise((resolve) => setTimeout(resolve, 20));
     first!.release(timeout); // its pace is now known: about 20 ms
@@ -222,20 +222,44 @@ describe('SendScheduler', () => {
     expect(recalls).toEqual([['d1'], ['d2']]);
   });
 
-  it('a receiver that has never answered keeps a short line: the rest of a burst is turned away at once, not held', async () => {
-    const scheduler = new SendScheduler({ slots: 50, endpointMax: 50, originMax: 0 });
+  it('a receiver that has never answered: the excess of a burst waits for its first answer, then goes', async () => {
+    const scheduler = new SendScheduler({ slots: 300, endpointMax: 50, originMax: 0 });
     const to = target('A', 'fresh');
-    const deadline = Date.now() + 2000; // SLOT_WAIT_MS
-    const burst = requests(scheduler, to, 100, deadline);
+    const started = Date.now();
+    const burst = requests(scheduler, to, 100, started + 2000); // SLOT_WAIT_MS
     await settle();
     expect(burst.granted).toHaveLength(INITIAL_ENDPOINT_LIMIT);
-    // In line: as many as its starting limit can serve within the deadline at UNKNOWN_HOLD_MS a request.
+    // Nothing is turned away before the receiver has had UNKNOWN_HOLD_MS to answer.
+    expect(burst.turnedAway).toHaveLength(0);
+    expect(scheduler.waiting).toBe(100 - INITIAL_ENDPOINT_LIMIT);
+    // It hangs: past that, the line is what its starting limit can serve within the deadline at the age of its
+    // requests, and the rest goes, long before the deadline (they do not hold the room for it).
     const line = Math.floor((2000 / UNKNOWN_HOLD_MS) * INITIAL_ENDPOINT_LIMIT);
+    await new Promise((resolve) => setTimeout(resolve, UNKNOWN_HOLD_MS + 50));
     expect(scheduler.waiting).toBeLessThanOrEqual(line);
     expect(burst.turnedAway.length).toBeGreaterThanOrEqual(100 - INITIAL_ENDPOINT_LIMIT - line);
-    // Once it answers quickly its pace is known, and a line as long as the deadline allows may wait.
-    burst.granted[0]!.release(quick);
+    expect(Date.now() - started).toBeLessThan(1500);
+    // A request arriving now, beyond the line, is turned away at once.
+    expect(await scheduler.acquire(to, Date.now() + 2000)).toBeNull();
+    for (const turn of burst.granted) turn.release(timeout);
+  });
+
+  it('a fresh receiver that answers quickly has its whole burst served at its pace, none turned away', async () => {
+    const scheduler = new SendScheduler({ slots: 300, endpointMax: 50, originMax: 0 });
+    const to = target('A', 'fresh');
+    const burst = requests(scheduler, to, 100, Date.now() + 2000);
     await settle();
+    expect(burst.turnedAway).toHaveLength(0);
+    // Its first answers are quick: the waiters are judged by that pace and keep the deadline they asked for, past the
+    // window in which they waited for a first answer.
+    for (let served = 0; served < 100; served += 1) {
+      await settle();
+      burst.granted[served]!.release(quick);
+    }
+    expect(burst.granted).toHaveLength(100);
+    await new Promise((resolve) => setTimeout(resolve, UNKNOWN_HOLD_MS + 50));
+    expect(burst.turnedAway).toHaveLength(0);
+    // Its pace is known now: a second burst waits in a line as long as the deadline allows.
     const more = requests(scheduler, to, 100, Date.now() + 2000);
     await settle();
     expect(more.turnedAway).toHaveLength(0);

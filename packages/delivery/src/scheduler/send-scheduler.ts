@@ -8,8 +8,11 @@ export const MAX_TURN_AWAY_MS = 60_000;
 /**
  * The time per request assumed of a receiver that has never answered, until the age of its requests says more: so
  * that one which hangs from its first request has a short line in the process (at the default 2 s slot wait and a
- * starting limit of 2, 16 waiters), not one as long as the room, while its requests are still young. A fresh receiver
- * that is quick answers within moments; those turned away meanwhile are recalled as soon as it has room.
+ * starting limit of 2, 16 waiters), not one as long as the room, while its requests are still young. It is also how
+ * long, from its first request, the excess beyond that line waits for the receiver's first answer instead of being
+ * turned away at once: a fresh receiver that is quick answers within moments, and then its whole burst is judged by
+ * its real pace (a worker just started sees every webhook fresh, and turning away most of its first burst would send
+ * each of those deliveries back through a job and a lease of its own); one that hangs holds them that long at most.
  */
 export const UNKNOWN_HOLD_MS = 250;
 /** Weight of the newest request in an endpoint's average time per request. */
@@ -62,8 +65,11 @@ export interface SendSchedulerOptions {
 
 interface Waiter {
   grant: (turn: SendTurn | null) => void;
-  timer: NodeJS.Timeout;
+  timer: NodeJS.Timeout | undefined;
+  /** When it is turned away: `asked`, or sooner while its webhook has yet to answer (UNKNOWN_HOLD_MS). */
   deadline: number;
+  /** The deadline its request asked for. */
+  asked: number;
 }
 
 interface EndpointPace {
@@ -158,21 +164,16 @@ export class SendScheduler {
     }
     const now = Date.now();
     const left = deadline - now;
-    if (left <= 0 || !this.canServe(endpoint, endpoint.waiters.length + 1, left, now)) {
+    // Beyond the line its pace can serve, a request waits only while its webhook has yet to give a first answer.
+    const until = left > 0 && !this.canServe(endpoint, endpoint.waiters.length + 1, left, now) ? this.firstAnswerWindow(endpoint, now) : deadline;
+    if (left <= 0 || until === undefined) {
       this.turnAwayUnservable(endpoint, now);
       this.forgetIfIdle(endpoint);
       return Promise.resolve(null);
     }
     return new Promise((resolve) => {
-      const waiter: Waiter = {
-        grant: resolve,
-        deadline,
-        timer: setTimeout(() => {
-          endpoint.waiters.splice(endpoint.waiters.indexOf(waiter), 1);
-          this.noteDequeued(endpoint);
-          resolve(null);
-        }, left),
-      };
+      const waiter: Waiter = { grant: resolve, deadline: Math.min(deadline, until), asked: deadline, timer: undefined };
+      this.arm(endpoint, waiter, now);
       endpoint.waiters.push(waiter);
       endpoint.org.waiting += 1;
       this.waitingOrgs.add(endpoint.org);
@@ -279,6 +280,41 @@ export class SendScheduler {
     return hold;
   }
 
+  /**
+   * Until when a request beyond the line of `endpoint` may wait for its first answer: UNKNOWN_HOLD_MS after its
+   * first request started, while it has never answered in this process; undefined when that is past or it has.
+   */
+  private firstAnswerWindow(endpoint: Endpoint, now: number): number | undefined {
+    if (endpoint.pace.holdMs !== undefined) return undefined;
+    let first = Infinity;
+    for (const { at } of endpoint.started) first = Math.min(first, at);
+    const end = first + UNKNOWN_HOLD_MS;
+    return end > now ? end : undefined;
+  }
+
+  /** Turns `waiter` away at its deadline unless it gets its turn first. */
+  private arm(endpoint: Endpoint, waiter: Waiter, now: number): void {
+    waiter.timer = setTimeout(() => {
+      endpoint.waiters.splice(endpoint.waiters.indexOf(waiter), 1);
+      this.noteDequeued(endpoint);
+      waiter.grant(null);
+    }, waiter.deadline - now);
+  }
+
+  /**
+   * A webhook has given its first answer: the waiters that waited for it get back the deadlines they asked for, and
+   * those its pace, now known, cannot serve before them are turned away.
+   */
+  private judgeByPace(endpoint: Endpoint, now: number): void {
+    for (const waiter of endpoint.waiters) {
+      if (waiter.deadline >= waiter.asked) continue;
+      clearTimeout(waiter.timer);
+      waiter.deadline = waiter.asked;
+      this.arm(endpoint, waiter, now);
+    }
+    this.turnAwayUnservable(endpoint, now);
+  }
+
   /** Whether the `position`-th waiter of a saturated endpoint can get its turn within `left` ms at its pace. */
   private canServe(endpoint: Endpoint, position: number, left: number, now: number): boolean {
     const limit = endpoint.pace.limit.current;
@@ -359,13 +395,15 @@ export class SendScheduler {
           if (left > 0) this.origins.set(origin, left);
           else this.origins.delete(origin);
         }
+        const { pace } = endpoint;
+        const firstAnswer = result !== undefined && pace.holdMs === undefined;
         if (result) {
-          const { pace } = endpoint;
           const heldMs = Date.now() - startedAt;
           pace.holdMs = pace.holdMs === undefined ? heldMs : pace.holdMs + HOLD_SMOOTHING * (heldMs - pace.holdMs);
           pace.limit.update(answerSignal(result), endpoint.inFlight + 1);
         }
         this.pump();
+        if (firstAnswer) this.judgeByPace(endpoint, Date.now());
         // Only a request that was sent and ended says the webhook has room (a slot handed back unused says nothing).
         if (result) this.recallInto(endpoint);
         this.forgetIfIdle(endpoint);
