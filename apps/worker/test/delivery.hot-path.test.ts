@@ -121,3 +121,45 @@ describe("a worker's room", () => {
     }
   });
 });
+
+describe('a burst turned away by a webhook that was slow to answer', () => {
+  it('deliveries recalled while their run still held its requests go back at once, not at the time estimated when they were turned away', async () => {
+    // A stack of its own: the held requests must not outlast the 2 s slot wait at the stack's 2 s timeout.
+    const own = await startStack({ DELIVERY_TIMEOUT_MS: '10000' });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    try {
+      // The first two requests (the starting limit) are held; every later one is answered at once.
+      const receiver = await own.receiver(async (_request, index) => {
+        if (index < 2) await gate;
+        return { status: 200, body: 'ok' };
+      });
+      const hook = await own.webhook(receiver, { events: ['policy.created'] });
+      const queued: { id: string; dueAt: Date }[][] = [];
+      const deliverLater = own.engine.queues.deliverLater.bind(own.engine.queues);
+      own.engine.queues.deliverLater = async (deliveries, orgId) => {
+        queued.push(deliveries.map(({ id, dueAt }) => ({ id, dueAt })));
+        return deliverLater(deliveries, orgId);
+      };
+      const ids = await own.ingest(Array.from({ length: 10 }, () => auditEvent()));
+      // One fan-out runs all ten itself: two go, eight wait for a slot and are turned away at the 2 s slot wait,
+      // while the two still hold theirs (their run, and the release of its leases, waits for them).
+      const gauge = async () => (await own.engine.metrics.registry.getSingleMetric('gatehook_worker_deliveries_in_progress')!.get()).values[0]?.value ?? 0;
+      await until(async () => (receiver.requests.length === 2 && (await gauge()) === 2 ? true : undefined), 15_000);
+      // The two answer: the webhook has room, and the oldest of those it turned away are recalled before their run
+      // has queued their waiting jobs. Those must go back now; the rest at the estimate (the two held 2 s each).
+      const released = Date.now();
+      release();
+      const busy = await until(() => queued.find((batch) => batch.length === 8), 15_000);
+      const atOnce = busy.filter((b) => b.dueAt.getTime() - released < 1000);
+      expect(atOnce).toHaveLength(2);
+      expect(busy.filter((b) => b.dueAt.getTime() - released > 2000)).toHaveLength(6);
+      // Their answers make room again, and the rest are recalled from the delayed set: all ten arrive.
+      await own.settle(ids);
+      await own.deliveries(hook.id, (items) => items.length === 10 && items.every((d) => d.status === 'succeeded'));
+    } finally {
+      release();
+      await own.close();
+    }
+  });
+});
