@@ -288,6 +288,7 @@ export class SendScheduler {
     if (endpoint.pace.holdMs !== undefined) return undefined;
     let first = Infinity;
     for (const { at } of endpoint.started) first = Math.min(first, at);
+    if (first === Infinity) return undefined;
     const end = first + UNKNOWN_HOLD_MS;
     return end > now ? end : undefined;
   }
