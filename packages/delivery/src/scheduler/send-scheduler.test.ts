@@ -128,18 +128,19 @@ describe('SendScheduler', () => {
   });
 
   it('turns a request away at its deadline, and at once when its webhook cannot serve the queue before it', async () => {
+    // Times in hundreds of ms, so that a stall of the test's event loop does not pass a deadline meant to be met.
     const scheduler = new SendScheduler({ slots: 50, endpointMax: 1, originMax: 0 });
     const first = await scheduler.acquire(target('A', 'slow'), far());
     expect(first).not.toBeNull();
     // No pace known yet: a request beyond the line waits for a first answer, here until its own deadline, 20 ms away.
     expect(await scheduler.acquire(target('A', 'slow'), Date.now() + 20)).toBeNull();
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    first!.release(timeout); // its pace is now known: about 20 ms
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    first!.release(timeout); // its pace is now known: about 200 ms
     const second = await scheduler.acquire(target('A', 'slow'), far());
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    second!.release(timeout); // held 30 ms: a queue of several cannot be served within a 40 ms deadline
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    second!.release(timeout); // held 300 ms: a queue of several cannot be served within a 400 ms deadline
     const third = await scheduler.acquire(target('A', 'slow'), far());
-    const waiting = [scheduler.acquire(target('A', 'slow'), Date.now() + 40), scheduler.acquire(target('A', 'slow'), Date.now() + 40)];
+    const waiting = [scheduler.acquire(target('A', 'slow'), Date.now() + 400), scheduler.acquire(target('A', 'slow'), Date.now() + 400)];
     expect(await waiting[1]).toBeNull();
     third!.release(quick);
     expect(await waiting[0]).not.toBeNull();
