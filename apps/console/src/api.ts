@@ -64,7 +64,7 @@ export function query(params: Record<string, string | number | undefined | null>
   return entries.length === 0 ? '' : `?${new URLSearchParams(entries.map(([k, v]) => [k, String(v)])).toString()}`;
 }
 
-export type { WebhookView as Webhook } from '@gatehook/core/webhook-schema';
+export type { WebhookView as Webhook, TestResult } from '@gatehook/core/webhook-schema';
 export type { RuleView as Rule } from '@gatehook/core/rate-limit-rule-schema';
 
 export interface Attempt {
@@ -90,13 +90,6 @@ export interface Delivery {
   error?: string | null;
 }
 
-export interface TestResult {
-  success: boolean;
-  status_code?: number;
-  error?: string;
-  duration_ms: number;
-  response_snippet?: string;
-}
 
 export interface Preset {
   id: string;

@@ -187,3 +187,12 @@ export const webhookSchema = z.object({
   updated_at: z.iso.datetime(),
 });
 export type WebhookView = z.output<typeof webhookSchema>;
+
+/** SPEC 2.3: the answer of `POST /webhooks/{id}/test` (the API's test send and the console both use it). */
+export interface TestResult {
+  success: boolean;
+  status_code?: number;
+  error?: string;
+  duration_ms: number;
+  response_snippet?: string;
+}

@@ -7,7 +7,8 @@ import type { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { restartDeliveries } from '@gatehook/db/delivery/restart';
 import { isQueued, isRetryable } from '@gatehook/db/delivery/status';
 import type { RenderPool } from '@gatehook/delivery/render/pool';
-import { sendTestEvent, type TestResult } from '@gatehook/delivery/pipeline/test-send';
+import type { TestResult } from '@gatehook/core/webhook-schema';
+import { sendTestEvent } from '@gatehook/delivery/pipeline/test-send';
 import { afterCursor, decodeCursor, decodeSequenceCursor, encodeSequenceCursor, page, sequencePage } from '../http/pagination';
 import { deliveryError } from '@gatehook/delivery/state/delivery-error';
 

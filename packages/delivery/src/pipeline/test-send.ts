@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { SecretBox } from '@gatehook/core/encryption';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
+import type { TestResult } from '@gatehook/core/webhook-schema';
 import { signedRequest, type Sender } from '../render/request';
 import { packBodies } from '../render/bodies';
 import type { AuditEventData } from '../render/envelope';
@@ -8,14 +9,6 @@ import { REQUEST_RENDER_BUDGET_MS } from '../render/payload-template';
 import { toLiveWebhook, type LiveWebhook } from '../webhook-configs';
 import { deliveryError } from '../state/delivery-error';
 
-/** SPEC 2.3: the result of a test send. */
-export interface TestResult {
-  success: boolean;
-  status_code?: number;
-  error?: string;
-  duration_ms: number;
-  response_snippet?: string;
-}
 
 /** The `webhook.test` event of a test send; never stored and never fanned out. */
 export function testEvent(webhook: Pick<StoredWebhook, 'id' | 'orgId' | 'name'>, now = new Date()): AuditEventData {
