@@ -58,6 +58,24 @@ describe('AttemptRunner and a full webhook', () => {
   });
 });
 
+describe('AttemptRunner and the leases it gives back', () => {
+  it('gives back the leases of concurrent runs in one statement, not one per run', async () => {
+    const runnerDeps = deps(new SendScheduler({ slots: 10, endpointMax: 10, originMax: 0 }));
+    const runner = new AttemptRunner(runnerDeps);
+    const orgId = randomUUID(); // no webhooks: each delivery is cancelled (webhook_deleted), and its lease given back
+    await runnerDeps.configs.ofOrg(orgId);
+    const delivery = (): RunnableDelivery => ({ id: randomUUID(), orgId, webhookId: randomUUID(), status: 'pending', cycleAttempts: 0, throttledStreak: 0, bodyEncrypted: 'x', body: 'x', contentType: 'application/json', leasedUntil: new Date(Date.now() + 60_000) });
+    const query = jest.spyOn(runnerDeps.pool, 'query');
+    const runs = await Promise.all(Array.from({ length: 12 }, () => runner.runLeased([delivery()], Date.now() + 1000, orgId)));
+    expect(runs.every((r) => r.cancelled === 1)).toBe(true);
+    // One statement per run before; now the first two go at once (two in flight) and the rest together.
+    const releases = query.mock.calls.filter(([config]) => (config as { name?: string }).name === 'release_deliveries');
+    expect(releases.length).toBeGreaterThan(0);
+    expect(releases.length).toBeLessThanOrEqual(3);
+    query.mockRestore();
+  });
+});
+
 describe('AttemptRunner and its room', () => {
   it('waits for places before it leases anything, and gives back the places of deliveries it could not lease', async () => {
     const runner = new AttemptRunner(deps(new SendScheduler({ slots: 10, endpointMax: 10, originMax: 0 }), 2));

@@ -82,6 +82,12 @@ interface RecordOutcome {
  */
 export class AttemptRunner {
   private readonly recorder: GroupCommit<Recorded, RecordOutcome>;
+  /**
+   * Leases given back without an attempt (turned away by a full webhook, cancelled), of every run meanwhile in one
+   * statement: a webhook that hangs turns away a delivery of nearly every fan-out, and a statement per run doubled
+   * the worker's round trips; when its first-answer window closes, dozens of runs end at once.
+   */
+  private readonly releaser: GroupCommit<Release, undefined>;
   /** Automatic disables under way, one per webhook, so concurrent attempts that call for one share it. */
   private readonly disabling = new Map<string, Promise<void>>();
   /** Places of deliveries between lease and record; every run takes its places before it leases. */
@@ -89,6 +95,13 @@ export class AttemptRunner {
 
   constructor(private readonly deps: AttemptDeps) {
     this.recorder = new GroupCommit((items) => this.flush(items), { maxBatch: RECORD_BATCH, maxConcurrent: 2, minIntervalMs: RECORD_INTERVAL_MS });
+    this.releaser = new GroupCommit(
+      async (items) => {
+        await releaseDeliveries(deps.pool, items);
+        return items.map(() => undefined);
+      },
+      { maxBatch: RECORD_BATCH, maxConcurrent: 2, minIntervalMs: RECORD_INTERVAL_MS },
+    );
     this.admission = new Admission(deps.maxInProgress ?? Number.POSITIVE_INFINITY);
   }
 
@@ -161,7 +174,7 @@ export class AttemptRunner {
         }
       }),
     );
-    await releaseDeliveries(this.deps.pool, releases);
+    await Promise.all(releases.map((release) => this.releaser.submit(release)));
     // A delivery recalled while its run was still going had no waiting job to bring forward yet: it goes back now.
     const now = new Date();
     for (const busy of outcome.busy) if (this.deps.scheduler.isRecalled(busy.id)) busy.retryAt = now;

@@ -63,6 +63,24 @@ describe('DeliveryQueues', () => {
     await cleanup.close();
   });
 
+  it('merges the waiting jobs of concurrent callers while an enqueue is in flight, each job with its own organisation', async () => {
+    const own = new DeliveryQueues(redis, `test_${randomBytes(6).toString('hex')}`);
+    // Deliveries of one shard, so that each enqueue is one addBulk there.
+    const ids: string[] = [];
+    while (ids.length < 6) {
+      const id = randomUUID();
+      if (shardOf(id, own.shards) === 0) ids.push(id);
+    }
+    const orgs = ids.map(() => randomUUID());
+    const addBulk = jest.spyOn(own.queue('deliver', 0), 'addBulk');
+    await Promise.all(ids.map((id, i) => own.deliverLater([{ id, dueAt: new Date(Date.now() + 60_000) }], orgs[i])));
+    // The first two go at once (two in flight); the four made meanwhile go together.
+    expect(addBulk).toHaveBeenCalledTimes(3);
+    for (const [i, id] of ids.entries()) expect((await own.queue('deliver', 0).getJob(waitingJobId(id)))?.data).toMatchObject({ deliveryIds: [id], orgId: orgs[i] });
+    await own.obliterate('deliver');
+    await own.close();
+  });
+
   it('spreads deliver jobs over hash-tagged shards, a delivery\'s waiting job always on the shard of its id', async () => {
     expect(queuePrefix('gatehook', 'deliver', 3)).toBe('{gatehook:deliver:3}');
     expect(queuePrefix('gatehook', 'batch')).toBe('{gatehook:batch}');

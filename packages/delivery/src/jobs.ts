@@ -143,9 +143,16 @@ export function waitingJobId(deliveryId: string): string {
 }
 
 /** A deliver job's data: the deliveries, and their organisation when the producer knows it. */
-function deliverData(deliveryIds: string[], orgId: string | undefined): JobData<'deliver'> {
+function deliverData(deliveryIds: string[], orgId: string | undefined, traceparent = currentTraceparent()): JobData<'deliver'> {
   const data: JobData<'deliver'> = orgId ? { deliveryIds, orgId } : { deliveryIds };
-  return withTrace(data, currentTraceparent());
+  return withTrace(data, traceparent);
+}
+
+/** A delivery to come back at `dueAt` under its waiting job ({@link DeliveryQueues.deliverLater}). */
+export interface WaitingDelivery {
+  id: string;
+  dueAt: Date;
+  orgId?: string | undefined;
 }
 
 /** Job data with the trace it continues, when there is one. */
@@ -193,6 +200,17 @@ export class DeliveryQueues {
     minIntervalMs: FANOUT_MERGE_MS,
   });
   private readonly mergedInFlight = new Set<Promise<void>>();
+  /**
+   * Waiting jobs of concurrent callers ({@link deliverLater}), merged while an enqueue is in flight: the runs that a
+   * full webhook's first-answer window ends at once each turn deliveries away, and each enqueued its own.
+   */
+  private readonly later = new GroupCommit<readonly (WaitingDelivery & { trace: string | undefined })[], undefined>(
+    async (items) => {
+      await this.enqueueLater(items.flat());
+      return items.map(() => undefined);
+    },
+    { maxBatch: 1000, maxConcurrent: 2 },
+  );
 
   constructor(
     connection: RedisConnection,
@@ -327,13 +345,19 @@ export class DeliveryQueues {
    * busy origin has one job whatever the reconciler does. The waiting job itself, turned away again, moves back to
    * the delayed set (apps/worker/src/engine.ts). Failed for good, it is removed: it never blocks the next copy.
    */
-  async deliverLater(deliveries: readonly { id: string; dueAt: Date; orgId?: string }[], orgId?: string): Promise<void> {
+  async deliverLater(deliveries: readonly WaitingDelivery[], orgId?: string): Promise<void> {
     if (deliveries.length === 0) return;
+    // The trace is the caller's, taken now: the merged enqueue runs in whichever caller's context started it.
+    const trace = currentTraceparent();
+    await this.later.submit(deliveries.map((d) => ({ ...d, orgId: d.orgId ?? orgId, trace })));
+  }
+
+  private async enqueueLater(deliveries: readonly (WaitingDelivery & { trace: string | undefined })[]): Promise<void> {
     await this.addSharded(
       'deliver',
       deliveries.map((d) => ({
         name: 'deliver',
-        data: deliverData([d.id], d.orgId ?? orgId),
+        data: deliverData([d.id], d.orgId, d.trace),
         opts: { jobId: waitingJobId(d.id), delay: Math.max(0, d.dueAt.getTime() - Date.now()), removeOnFail: true },
         key: d.id,
       })),
