@@ -2,7 +2,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { UnrecoverableError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { inSpan, startTracing } from '@gatehook/core/tracing';
+import { testConfig } from '@gatehook/testkit/api';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
+import { startOtlpCollector } from '@gatehook/testkit/otlp-collector';
 import { DeliveryQueues, queuePrefix, shardOf, waitingJobId } from './jobs';
 
 const prefix = `test_${randomBytes(6).toString('hex')}`;
@@ -79,6 +82,30 @@ describe('DeliveryQueues', () => {
     for (const [i, id] of ids.entries()) expect((await own.queue('deliver', 0).getJob(waitingJobId(id)))?.data).toMatchObject({ deliveryIds: [id], orgId: orgs[i] });
     await own.obliterate('deliver');
     await own.close();
+  });
+
+  it('gives each merged waiting job the trace of its own caller, and none to a caller outside any trace', async () => {
+    const collector = await startOtlpCollector();
+    const tracing = await startTracing(testConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint }), 'gatehook-test');
+    const own = new DeliveryQueues(redis, `test_${randomBytes(6).toString('hex')}`);
+    try {
+      const traceIds = [randomBytes(16).toString('hex'), randomBytes(16).toString('hex'), null, randomBytes(16).toString('hex'), null];
+      const ids = traceIds.map(() => randomUUID());
+      const later = (i: number) => own.deliverLater([{ id: ids[i]!, dueAt: new Date(Date.now() + 60_000) }], randomUUID());
+      // The first two go at once; the other three are merged into one enqueue, which runs in the first caller's trace.
+      await Promise.all(traceIds.map((traceId, i) => (traceId === null ? later(i) : inSpan('gatehook.test', `00-${traceId}-${randomBytes(8).toString('hex')}-01`, {}, () => later(i)))));
+      for (const [i, id] of ids.entries()) {
+        const job = await own.queue('deliver', shardOf(id, own.shards)).getJob(waitingJobId(id));
+        const trace = job?.data.trace as string | undefined;
+        if (traceIds[i] === null) expect(trace).toBeUndefined();
+        else expect(trace?.split('-')[1]).toBe(traceIds[i]);
+      }
+    } finally {
+      await own.obliterate('deliver');
+      await own.close();
+      await tracing.stop();
+      await collector.close();
+    }
   });
 
   it('spreads deliver jobs over hash-tagged shards, a delivery\'s waiting job always on the shard of its id', async () => {

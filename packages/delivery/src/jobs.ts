@@ -143,7 +143,7 @@ export function waitingJobId(deliveryId: string): string {
 }
 
 /** A deliver job's data: the deliveries, and their organisation when the producer knows it. */
-function deliverData(deliveryIds: string[], orgId: string | undefined, traceparent = currentTraceparent()): JobData<'deliver'> {
+function deliverData(deliveryIds: string[], orgId: string | undefined, traceparent: string | undefined): JobData<'deliver'> {
   const data: JobData<'deliver'> = orgId ? { deliveryIds, orgId } : { deliveryIds };
   return withTrace(data, traceparent);
 }
@@ -332,7 +332,7 @@ export class DeliveryQueues {
    * attempt is never queued twice, while a new due time (next retry, manual retry) gets its own job.
    */
   async deliver(deliveryId: string, dueAt: Date, orgId?: string): Promise<void> {
-    const data = deliverData([deliveryId], orgId);
+    const data = deliverData([deliveryId], orgId, currentTraceparent());
     await this.queueFor('deliver', deliveryId).add('deliver', data, {
       jobId: deliverJobId(deliveryId, dueAt),
       delay: Math.max(0, dueAt.getTime() - Date.now()),
@@ -382,7 +382,7 @@ export class DeliveryQueues {
     const jobs = [];
     for (let i = 0; i < deliveryIds.length; i += DELIVER_CHUNK) {
       const chunk = deliveryIds.slice(i, i + DELIVER_CHUNK);
-      jobs.push({ name: 'deliver', data: deliverData(chunk, orgId), key: chunk[0]! });
+      jobs.push({ name: 'deliver', data: deliverData(chunk, orgId, currentTraceparent()), key: chunk[0]! });
     }
     if (jobs.length > 0) await this.addSharded('deliver', jobs);
   }
@@ -398,7 +398,7 @@ export class DeliveryQueues {
       const opts: JobsOptions = { delay: Math.max(0, slot.dueAt.getTime() - now), priority: TASK_DELIVER_PRIORITY };
       for (let i = 0; i < slot.ids.length; i += DELIVER_CHUNK) {
         const chunk = slot.ids.slice(i, i + DELIVER_CHUNK);
-        jobs.push({ name: 'deliver', data: deliverData(chunk, orgId), opts, key: chunk[0]! });
+        jobs.push({ name: 'deliver', data: deliverData(chunk, orgId, currentTraceparent()), opts, key: chunk[0]! });
       }
     }
     if (jobs.length > 0) await this.addSharded('deliver', jobs);
