@@ -90,7 +90,6 @@ export interface Delivery {
   error?: string | null;
 }
 
-
 export interface Preset {
   id: string;
   label: string;

@@ -28,6 +28,22 @@ describe('GroupCommit', () => {
     expect(batches).toEqual([[1], [2], [3, 4], [5]]);
   });
 
+  it('withoutResults: each submit resolves once the flush that carried it has, and rejects with it', async () => {
+    const batches: string[][] = [];
+    let fail = false;
+    const commit = GroupCommit.withoutResults(async (items: string[]) => {
+      batches.push(items);
+      await new Promise((resolve) => setImmediate(resolve));
+      if (fail) throw new Error('store down');
+    }, { maxBatch: 10, maxConcurrent: 1 });
+    let done = 0;
+    await Promise.all(['a', 'b', 'c'].map((i) => commit.submit(i).then(() => (done += 1))));
+    expect(done).toBe(3);
+    expect(batches).toEqual([['a'], ['b', 'c']]);
+    fail = true;
+    await expect(commit.submit('d')).rejects.toThrow('store down');
+  });
+
   it('rejects every item of a flush that fails, and goes on with the next', async () => {
     let fail = true;
     const commit = new GroupCommit<number, number>(async (items) => {

@@ -1,3 +1,10 @@
+/** Most items a flush carries, most flushes in flight, and the least time between the starts of two flushes. */
+export interface GroupCommitOptions {
+  maxBatch: number;
+  maxConcurrent: number;
+  minIntervalMs?: number;
+}
+
 /**
  * Group commit: work submitted while a flush is running waits for the next flush, which takes it all in one
  * statement. Under no load an item is flushed at once (no linger); under load the batch grows by itself, so
@@ -15,8 +22,16 @@ export class GroupCommit<I, R> {
    */
   constructor(
     private readonly flush: (items: I[]) => Promise<R[]>,
-    private readonly options: { maxBatch: number; maxConcurrent: number; minIntervalMs?: number },
+    private readonly options: GroupCommitOptions,
   ) {}
+
+  /** A group commit whose flush has no result per item: each submit resolves once the flush that carried it did. */
+  static withoutResults<I>(flush: (items: I[]) => Promise<unknown>, options: GroupCommitOptions): GroupCommit<I, void> {
+    return new GroupCommit<I, void>(async (items) => {
+      await flush(items);
+      return items.map(() => undefined);
+    }, options);
+  }
 
   /** Queues an item; resolves with its result once the flush that carried it completed. */
   submit(item: I): Promise<R> {

@@ -87,7 +87,7 @@ export class AttemptRunner {
    * statement: a webhook that hangs turns away a delivery of nearly every fan-out, and a statement per run doubled
    * the worker's round trips; when its first-answer window closes, dozens of runs end at once.
    */
-  private readonly releaser: GroupCommit<Release, undefined>;
+  private readonly releaser: GroupCommit<Release, void>;
   /** Automatic disables under way, one per webhook, so concurrent attempts that call for one share it. */
   private readonly disabling = new Map<string, Promise<void>>();
   /** Places of deliveries between lease and record; every run takes its places before it leases. */
@@ -95,13 +95,7 @@ export class AttemptRunner {
 
   constructor(private readonly deps: AttemptDeps) {
     this.recorder = new GroupCommit((items) => this.flush(items), { maxBatch: RECORD_BATCH, maxConcurrent: 2, minIntervalMs: RECORD_INTERVAL_MS });
-    this.releaser = new GroupCommit(
-      async (items) => {
-        await releaseDeliveries(deps.pool, items);
-        return items.map(() => undefined);
-      },
-      { maxBatch: RECORD_BATCH, maxConcurrent: 2, minIntervalMs: RECORD_INTERVAL_MS },
-    );
+    this.releaser = GroupCommit.withoutResults((items: Release[]) => releaseDeliveries(deps.pool, items), { maxBatch: RECORD_BATCH, maxConcurrent: 2, minIntervalMs: RECORD_INTERVAL_MS });
     this.admission = new Admission(deps.maxInProgress ?? Number.POSITIVE_INFINITY);
   }
 

@@ -34,8 +34,8 @@ function outboxOf(deps: IngestDeps): GroupCommit<OutboxWrite, void> {
   let outbox = outboxes.get(key);
   if (!outbox) {
     const pool = sqlPool(deps.db);
-    outbox = new GroupCommit<OutboxWrite, void>(
-      async (writes) => {
+    outbox = GroupCommit.withoutResults(
+      async (writes: OutboxWrite[]) => {
         const inserted = await insertAuditEvents(pool, writes.flatMap((w) => w.events));
         if (inserted.length > 0 && deps.queues) {
           const traced = writes.some((w) => w.trace !== undefined) ? new Map(writes.flatMap((w) => w.events.map((e) => [`${e.data.org_id} ${e.data.id}`, w.trace] as const))) : null;
@@ -45,7 +45,6 @@ function outboxOf(deps: IngestDeps): GroupCommit<OutboxWrite, void> {
             deps.logger?.warn({ err: (error as Error).message, events: inserted.length }, 'fan-out enqueue failed; the reconciler will pick the events up');
           });
         }
-        return writes.map(() => undefined);
       },
       // Keeps a statement's size bounded; two in flight let one commit while the next gathers.
       { maxBatch: 64, maxConcurrent: 2 },

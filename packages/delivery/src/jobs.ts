@@ -155,6 +155,16 @@ export interface WaitingDelivery {
   orgId?: string | undefined;
 }
 
+/** A waiting delivery as queued for the merged enqueue: its organisation and its caller's trace, taken at the call. */
+type QueuedWaiting = WaitingDelivery & { trace: string | undefined };
+
+/**
+ * Most callers one merged waiting-job enqueue carries: a run turns away at most DELIVER_CHUNK deliveries, so an
+ * enqueue stays within a few thousand jobs, and a caller with a large backlog to put back does not make one
+ * enqueue that the others wait behind.
+ */
+const LATER_BATCH = 20;
+
 /** Job data with the trace it continues, when there is one. */
 function withTrace<D extends { trace?: string | undefined }>(data: D, traceparent: string | undefined): D {
   if (traceparent !== undefined) data.trace = traceparent;
@@ -194,7 +204,7 @@ export class DeliveryQueues {
   readonly shards: number;
   private closed = false;
   /** Fan-out enqueues of concurrent callers, merged: one addBulk in flight, the next gathering meanwhile ({@link fanoutMerged}). */
-  private readonly merged = new GroupCommit<readonly CommittedEvent[], void>((items) => this.enqueueMerged(items), {
+  private readonly merged = GroupCommit.withoutResults((items: (readonly CommittedEvent[])[]) => this.enqueueMerged(items), {
     maxBatch: 1000,
     maxConcurrent: 1,
     minIntervalMs: FANOUT_MERGE_MS,
@@ -204,13 +214,7 @@ export class DeliveryQueues {
    * Waiting jobs of concurrent callers ({@link deliverLater}), merged while an enqueue is in flight: the runs that a
    * full webhook's first-answer window ends at once each turn deliveries away, and each enqueued its own.
    */
-  private readonly later = new GroupCommit<readonly (WaitingDelivery & { trace: string | undefined })[], undefined>(
-    async (items) => {
-      await this.enqueueLater(items.flat());
-      return items.map(() => undefined);
-    },
-    { maxBatch: 1000, maxConcurrent: 2 },
-  );
+  private readonly later = GroupCommit.withoutResults((items: (readonly QueuedWaiting[])[]) => this.enqueueLater(items.flat()), { maxBatch: LATER_BATCH, maxConcurrent: 2 });
 
   constructor(
     connection: RedisConnection,
@@ -304,7 +308,7 @@ export class DeliveryQueues {
     return queued;
   }
 
-  private async enqueueMerged(items: (readonly CommittedEvent[])[]): Promise<void[]> {
+  private async enqueueMerged(items: (readonly CommittedEvent[])[]): Promise<void> {
     // One job per organisation and trace: a traced request's events are fanned out in a span of their own trace.
     const byOrg = new Map<string, { orgId: string; trace: string | undefined; ids: string[] }>();
     for (const { orgId, id, trace } of items.flat()) {
@@ -315,7 +319,6 @@ export class DeliveryQueues {
     }
     const jobs = [...byOrg.values()].flatMap(({ orgId, trace, ids }) => fanoutJobs(orgId, ids, { trace }));
     await within(this.addSharded('fanout', jobs), ENQUEUE_TIMEOUT_MS);
-    return items.map(() => undefined);
   }
 
   /**
@@ -352,7 +355,7 @@ export class DeliveryQueues {
     await this.later.submit(deliveries.map((d) => ({ ...d, orgId: d.orgId ?? orgId, trace })));
   }
 
-  private async enqueueLater(deliveries: readonly (WaitingDelivery & { trace: string | undefined })[]): Promise<void> {
+  private async enqueueLater(deliveries: readonly QueuedWaiting[]): Promise<void> {
     await this.addSharded(
       'deliver',
       deliveries.map((d) => ({

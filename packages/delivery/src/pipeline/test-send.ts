@@ -9,7 +9,6 @@ import { REQUEST_RENDER_BUDGET_MS } from '../render/payload-template';
 import { toLiveWebhook, type LiveWebhook } from '../webhook-configs';
 import { deliveryError } from '../state/delivery-error';
 
-
 /** The `webhook.test` event of a test send; never stored and never fanned out. */
 export function testEvent(webhook: Pick<StoredWebhook, 'id' | 'orgId' | 'name'>, now = new Date()): AuditEventData {
   return {
