@@ -18,7 +18,9 @@ describe('FairPool on real threads', () => {
     pool = new FairPool({ filename: FIXTURE, threads: 2, hardDeadlineMs: 10_000 });
     // Threads are warm before the measurement.
     await Promise.all([pool.run('warm', 'busy', { ms: 1, label: 'w1' }), pool.run('warm', 'busy', { ms: 1, label: 'w2' })]);
-    const backlog = Array.from({ length: 8 }, (_, i) => pool.run<Busy>('a', 'busy', { ms: 100, label: `a${i}` }));
+    // a's first two tasks end 200 ms apart: had they ended together, which of b and a's third began first on its
+    // thread would be a race of thread wake-ups, not the pool's choice.
+    const backlog = Array.from({ length: 8 }, (_, i) => pool.run<Busy>('a', 'busy', { ms: i === 1 ? 300 : 100, label: `a${i}` }));
     const other = pool.run<Busy>('b', 'busy', { ms: 1, label: 'b' });
     const b = await other;
     const a = await Promise.all(backlog);
