@@ -50,6 +50,18 @@ describe('POST /audit-events', () => {
     expect(rows[0]!.actorDisplayName).toBe('Ada');
   });
 
+  it('is idempotent on an id it generated, once a client sends it back after the fan-out', async () => {
+    const first = await ingest(auditEvent());
+    const [id] = first.body.ids as string[];
+    // Fanned out: the pending claim that turns away a second copy while the first waits is gone.
+    await api.db.pendingFanout.deleteMany({ where: { orgId: org.orgId, eventId: id! } });
+    const again = await ingest(auditEvent({ id, actor_display_name: 'changed' }));
+    expect(again.body).toEqual({ accepted: 1, ids: [id] });
+    const rows = await api.db.auditEvent.findMany({ where: { orgId: org.orgId, id: id! } });
+    expect(rows.map((r) => r.actorDisplayName)).toEqual(['Ada']);
+    expect(await api.db.pendingFanout.count({ where: { orgId: org.orgId, eventId: id! } })).toBe(0);
+  });
+
   it.each([
     ['action missing', { ...auditEvent(), action: undefined }, 'action'],
     ['action not dotted', auditEvent({ action: 'PolicyCreated' }), 'action'],

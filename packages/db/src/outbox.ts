@@ -1,10 +1,16 @@
 import { toAuditEventData, type AuditEventData } from '@gatehook/core/audit-event';
+import type { PoolClient } from 'pg';
 import type { Pool } from './client';
 
 /** An audit event in the outbox: SPEC 2.4 `data` plus the instant the service received it. */
 export interface OutboxEvent {
   data: AuditEventData;
   receivedAt: Date;
+  /**
+   * The service generated the id (a fresh UUIDv7) rather than the client: no event was stored with it before, so
+   * ingestion does not look for one. Only ever set by the service itself, never from a request's fields.
+   */
+  generatedId?: boolean;
 }
 
 /**
@@ -14,17 +20,18 @@ export interface OutboxEvent {
  * each of whose elements the driver would escape and Postgres would parse again. Strings reach here already
  * checked storable (no NUL, no lone surrogate).
  */
-export async function insertAuditEvents(pool: Pool, events: readonly OutboxEvent[]): Promise<{ orgId: string; id: string }[]> {
+export async function insertAuditEvents(pool: Pool | PoolClient, events: readonly OutboxEvent[]): Promise<{ orgId: string; id: string }[]> {
   if (events.length === 0) return [];
   // The events of one request share one receivedAt: it is formatted once, not once per event.
   let last: { at: Date; iso: string } | null = null;
-  const rows = events.map(({ data, receivedAt }) => {
+  const rows = events.map(({ data, receivedAt, generatedId }) => {
     if (last?.at !== receivedAt) last = { at: receivedAt, iso: receivedAt.toISOString() };
-    return { ...data, received_at: last.iso };
+    return generatedId ? { ...data, received_at: last.iso, generated_id: true } : { ...data, received_at: last.iso };
   });
-  // insert_audit_events() (migration 20261126120000_partitioned_history) claims the ids in pending_fanout, then
-  // stores those not stored in any partition yet, each step with its own snapshot: audit_events is partitioned by
-  // received_at, so no unique index spans an id's partitions.
+  // insert_audit_events() (migrations 20261126120000_partitioned_history, 20261127150000_insert_audit_events_generated_ids)
+  // claims the ids in pending_fanout, then stores those not stored in any partition yet, each step with its own
+  // snapshot: audit_events is partitioned by received_at, so no unique index spans an id's partitions. Only the ids a
+  // client chose are looked for in the partitions; a generated one (`generated_id`) cannot have been stored before.
   const { rows: inserted } = await pool.query<{ org_id: string; id: string }>({
     name: 'insert_audit_events',
     text: 'SELECT org_id, id FROM insert_audit_events($1::jsonb)',

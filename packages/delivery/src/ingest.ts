@@ -72,11 +72,14 @@ export async function ingestAuditEvents(
   const ids: string[] = [];
   const rows = new Map<string, OutboxEvent>();
   for (const event of parsed) {
+    // An id the client chose may have been stored before (idempotent ingestion); one generated here cannot.
+    const generatedId = event.id === undefined;
     const id = event.id ?? uuidv7();
     ids.push(id);
     if (rows.has(id)) continue;
     rows.set(id, {
       receivedAt,
+      generatedId,
       data: toAuditEventData({ ...event, id, org_id: orgId, created_at: event.created_at ? new Date(event.created_at).toISOString() : receivedIso }),
     });
   }
