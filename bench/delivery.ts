@@ -26,6 +26,7 @@ import { issueApiKey } from '@gatehook/db/api-keys';
 import { parseConfig } from '@gatehook/core/config';
 import { createDb, sqlPool, type Db } from '@gatehook/db/client';
 import { CONTENT_TYPES, packBodies } from '@gatehook/delivery/render/bodies';
+import { FANOUT_MERGE_MS } from '@gatehook/delivery/jobs';
 import { renderEnvelope } from '@gatehook/delivery/render/envelope';
 import { deliveryHeaders } from '@gatehook/delivery/render/signing';
 import { createTestDatabase } from '@gatehook/testkit/database';
@@ -654,7 +655,7 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
       // Where that latency goes: each stage's p50 as a share of the whole's p50, with its p99 beside it.
       const stages = await latencyStages(rig.db, single.orgId, receiver, timed.sent);
       const stageNames = {
-        ingest: 'start → fan-out started (the API parses and commits; the enqueue, merged for up to 10 ms; BullMQ hands the job over)',
+        ingest: `start → fan-out started (the API parses and commits; the enqueue, merged for up to ${FANOUT_MERGE_MS} ms; BullMQ hands the job over)`,
         fanout: 'fan-out started → first attempt started (events read, rendered, sealed; deliveries committed; a place and an origin slot)',
         send: 'first attempt started → arrival (signing, the HTTPS POST)',
       } as const;
