@@ -6,6 +6,7 @@
 // evaluation stops with an error that the caller reports as {ok: false}; it never throws out, never hangs.
 
 import type { ASTNode } from '@marcbachmann/cel-js';
+import { threadClock, type Deadline } from '@gatehook/core/cpu-deadline';
 
 /** Node evaluations per condition and event. */
 export const MAX_EVALUATION_STEPS = 200_000;
@@ -13,7 +14,7 @@ export const MAX_EVALUATION_STEPS = 200_000;
 /** String characters and list elements that nodes may yield per evaluation (about 16 MB of UTF-16 at most). */
 export const MAX_EVALUATION_SIZE = 8_000_000;
 
-/** Wall-clock time per evaluation. */
+/** Time per evaluation: the thread's CPU time where the OS tells it (core/cpu-deadline.ts), else wall-clock time. */
 export const MAX_EVALUATION_MS = 50;
 
 /** Steps, or yielded size in units of 64k, between two readings of the clock. */
@@ -25,7 +26,7 @@ interface Budget {
   steps: number;
   size: number;
   sinceClock: number;
-  readonly deadline: number;
+  readonly time: Deadline;
   exceeded: string | null;
   /** Thrown again by every later step: comprehensions may swallow it and go on, and a stack per throw is dear. */
   error: BudgetExceeded | null;
@@ -57,7 +58,7 @@ function step(budget: Budget): void {
   }
   if (++budget.sinceClock >= CLOCK_EVERY) {
     budget.sinceClock = 0;
-    if (performance.now() > budget.deadline) exceed(budget, `condition exceeded its budget of ${MAX_EVALUATION_MS} ms`);
+    if (budget.time.passed()) exceed(budget, `condition exceeded its budget of ${MAX_EVALUATION_MS} ms`);
   }
 }
 
@@ -114,7 +115,7 @@ function wrap(node: ASTNode): void {
 /** Runs `fn` under a fresh budget; `exceeded` is the reason when the budget ran out (whatever fn returned). */
 export function withEvaluationBudget<T>(fn: () => T): { value?: T; error?: unknown; exceeded: string | null } {
   const previous = active;
-  const budget: Budget = { steps: 0, size: 0, sinceClock: 0, deadline: performance.now() + MAX_EVALUATION_MS, exceeded: null, error: null };
+  const budget: Budget = { steps: 0, size: 0, sinceClock: 0, time: threadClock.deadline(MAX_EVALUATION_MS), exceeded: null, error: null };
   active = budget;
   try {
     const value = fn();

@@ -21,8 +21,23 @@ export const FUNCTION_CHUNK_CHARS = 16_384;
 /** The string cap when no execution is running: the default output cap, 1 MiB. */
 const DEFAULT_MAX_STRING = 1024 * 1024;
 
+/** The time budget of one execution, started when the execution starts. */
+export interface Timer {
+  /** Whether the budget is spent. */
+  passed(): boolean;
+}
+
+/** Starts a budget of `budgetMs` (ExecLimits.timer). */
+export type StartTimer = (budgetMs: number) => Timer;
+
+/** A budget of wall-clock time: the engine's default, for callers that give no clock of their own. */
+export const wallClockTimer: StartTimer = (budgetMs) => {
+  const deadline = Date.now() + budgetMs;
+  return { passed: () => Date.now() > deadline };
+};
+
 interface Budget {
-  readonly deadline: number;
+  readonly time: Timer;
   readonly maxDurationMs: number;
   /** Longest string a function may take or build: the execution's output cap. */
   readonly maxString: number;
@@ -41,9 +56,9 @@ export function withBudget<T>(budget: Budget, fn: () => T): T {
   }
 }
 
-/** Throws LimitExceeded when the running execution is past its deadline. */
+/** Throws LimitExceeded when the running execution's time budget is spent. */
 export function checkDeadline(): void {
-  if (active !== undefined && Date.now() > active.deadline) {
+  if (active !== undefined && active.time.passed()) {
     throw new LimitExceeded(`execution stopped after ${active.maxDurationMs} ms`);
   }
 }

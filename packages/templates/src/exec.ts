@@ -7,7 +7,7 @@
 import { byteLength, compareStrings, toValidText } from './bytes';
 import { TemplateError, locate } from './errors';
 import { printString } from './fmt';
-import { LimitExceeded, withBudget } from './budget';
+import { LimitExceeded, wallClockTimer, withBudget, type StartTimer, type Timer } from './budget';
 import { Boxed, type ParamType, type TemplateFunction } from './funcs';
 import {
   nodeString,
@@ -34,8 +34,10 @@ export interface ExecLimits {
   readonly maxOutputBytes: number;
   /** Nodes visited, range iterations and function calls, together. */
   readonly maxSteps: number;
-  /** Wall-clock time of one execution. */
+  /** Time of one execution, as `timer` counts it. */
   readonly maxDurationMs: number;
+  /** Starts the time budget of an execution: wall-clock time unless the caller gives a clock of its own. */
+  readonly timer: StartTimer;
   /** Nesting of {{template}} calls (Go allows 100000; a JS stack does not). */
   readonly maxTemplateDepth: number;
 }
@@ -45,6 +47,7 @@ export const defaultLimits: ExecLimits = {
   maxOutputBytes: 1024 * 1024,
   maxSteps: 1_000_000,
   maxDurationMs: 1000,
+  timer: wallClockTimer,
   maxTemplateDepth: 100,
 };
 
@@ -102,7 +105,7 @@ class Execution {
   private depth = 0;
   private steps = 0;
   private unclocked = 0;
-  private readonly deadline: number;
+  private readonly time: Timer;
   private tmplName: string;
 
   constructor(
@@ -114,11 +117,11 @@ class Execution {
   ) {
     this.vars = [{ name: '$', value: data, boxed: false }];
     this.tmplName = tree.name;
-    this.deadline = Date.now() + limits.maxDurationMs;
+    this.time = limits.timer(limits.maxDurationMs);
   }
 
   run(): string {
-    const budget = { deadline: this.deadline, maxDurationMs: this.limits.maxDurationMs, maxString: this.limits.maxOutputBytes };
+    const budget = { time: this.time, maxDurationMs: this.limits.maxDurationMs, maxString: this.limits.maxOutputBytes };
     return withBudget(budget, () => {
       this.walk(this.vars[0]?.value, false, this.tree.root);
       return toValidText(this.out);
@@ -153,7 +156,7 @@ class Execution {
 
   private checkClock(at?: Node): void {
     this.unclocked = 0;
-    if (Date.now() > this.deadline) {
+    if (this.time.passed()) {
       if (at !== undefined) this.node = at;
       this.errorf(`execution stopped after ${this.limits.maxDurationMs} ms`, 'limit');
     }

@@ -1,3 +1,4 @@
+import { threadClock } from '@gatehook/core/cpu-deadline';
 import { EVENT_CATALOGUE, eventType, type PayloadFieldType } from '@gatehook/core/event-catalogue';
 import { actionTitle } from '@gatehook/core/titles';
 import { parseTemplate, TemplateError, type ExecLimits, type Template } from '@gatehook/templates/template';
@@ -75,11 +76,19 @@ function describe(error: unknown): string {
 }
 
 /**
- * The save-time render runs on the API's event loop while a request waits: a quarter of a second at most, so
- * that a hostile template costs one slow 422 and `/healthz` still answers within a second. The sample event is
- * small; a real template renders it in microseconds. Output and steps are bounded as at delivery.
+ * The save-time render runs on the API's event loop while a request waits: a quarter of a second of wall-clock time
+ * at most (what the API's other requests wait for, however busy the machine), so that a hostile template costs one
+ * slow 422 and `/healthz` still answers within a second. The sample event is small; a real template renders it in
+ * microseconds. Output and steps are bounded as at delivery.
  */
 export const SAVE_RENDER_LIMITS: Partial<ExecLimits> = { maxDurationMs: 250 };
+
+/**
+ * Renders of real events (deliveries, previews, test sends) run on render threads and count their time budget in
+ * the thread's CPU time (core/cpu-deadline.ts): a valid template within its budget renders however busy the
+ * machine is, and one that is not still stops at its budget of CPU time (or five times it of wall-clock time).
+ */
+const RENDER_TIMER: Partial<ExecLimits> = { timer: threadClock.deadline };
 
 /**
  * The render budget of one API request that renders (CONTRACT 15): a preview's events together, or a test send's
@@ -115,8 +124,8 @@ export function checkPayloadTemplate(text: string, vars: Record<string, string>,
 }
 
 /**
- * Renders one event through a compiled template and checks the result is JSON with unique member names. `limits`
- * narrows the execution limits: renders on the API's event loop (the test send) should pass SAVE_RENDER_LIMITS.
+ * Renders one event through a compiled template and checks the result is JSON with unique member names, its time
+ * budget counted in this thread's CPU time. `limits` narrows the execution limits.
  */
 export function renderWithTemplate(
   template: Template | Error,
@@ -127,7 +136,7 @@ export function renderWithTemplate(
   if (template instanceof Error) return { ok: false, error: `the stored template no longer parses: ${template.message}` };
   let output: string;
   try {
-    output = template.execute(templateData(event, vars), limits ? { limits } : {});
+    output = template.execute(templateData(event, vars), { limits: { ...RENDER_TIMER, ...limits } });
   } catch (error) {
     return { ok: false, error: describe(error) };
   }

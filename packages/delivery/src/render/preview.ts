@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { threadClock, type ThreadClock } from '@gatehook/core/cpu-deadline';
 import { validationError, type FieldIssue } from '@gatehook/core/errors';
 import { createWebhookSchema } from '@gatehook/core/webhook-schema';
 import { packBodies, type RenderedEvent } from './bodies';
@@ -53,11 +54,12 @@ export function previewRender(orgId: string, input: PreviewInput, now = new Date
 /**
  * Renders a preview (CONTRACT 12): the template is checked exactly as on save (an issue at `template`), then each
  * event is rendered (an issue at `events.<n>`) and the results packed. Every render of the request shares one
- * budget of `budgetMs` (CONTRACT 15): past it the preview stops with an issue at `template`, however fast each
- * event was on its own. Pure; the API runs it in its render pool (render/pool.ts).
+ * budget of `budgetMs` of the thread's CPU time (CONTRACT 15; `clock`'s, tests give their own): past it the preview
+ * stops with an issue at `template`, however fast each event was on its own. Pure; the API runs it in its render
+ * pool (render/pool.ts).
  */
-export function renderPreview(input: PreviewRender, budgetMs: number = REQUEST_RENDER_BUDGET_MS, clock: () => number = Date.now): PreviewOutcome {
-  const deadline = clock() + budgetMs;
+export function renderPreview(input: PreviewRender, budgetMs: number = REQUEST_RENDER_BUDGET_MS, clock: ThreadClock = threadClock): PreviewOutcome {
+  const deadline = clock.deadline(budgetMs);
   const overBudget = (): PreviewOutcome => ({
     ok: false,
     issues: [{ path: 'template', message: `rendering the request's events takes longer than the ${budgetMs} ms budget of one request` }],
@@ -70,15 +72,15 @@ export function renderPreview(input: PreviewRender, budgetMs: number = REQUEST_R
   const issues: FieldIssue[] = [];
   const rendered: RenderedEvent[] = [];
   for (const [index, event] of input.events.entries()) {
-    const left = deadline - clock();
-    if (left <= 0) return overBudget();
+    if (deadline.passed()) return overBudget();
     if (!template) {
       rendered.push({ eventId: event.id, json: renderEnvelope(event) });
       continue;
     }
-    const result = renderWithTemplate(template, event, input.vars, { maxDurationMs: Math.min(left, REQUEST_RENDER_BUDGET_MS) });
+    // Each render runs on what the request's budget has left: the same deadline, not one of its own.
+    const result = renderWithTemplate(template, event, input.vars, { maxDurationMs: budgetMs, timer: () => deadline });
     // A render cut short by the request's deadline is the request's budget, not this event's fault.
-    if (clock() >= deadline) return overBudget();
+    if (deadline.passed()) return overBudget();
     if (result.ok) rendered.push({ eventId: event.id, json: result.json });
     else issues.push({ path: input.given ? `events.${index}` : 'template', message: result.error });
   }

@@ -1,0 +1,54 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { threadCpuMs, WALL_CAP_FACTOR } from '@gatehook/core/cpu-deadline';
+
+/**
+ * A render's time budget is the CPU time of the thread that renders (core/cpu-deadline.ts): a thread kept off the
+ * CPU by the rest of the machine is not stopped at its budget of wall-clock time. The test makes such a machine by
+ * stopping a child process (SIGSTOP) in the middle of a render.
+ */
+async function renderStopped(items: number, budgetOfCalibration: number, stopOfBudget: number) {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'cpu-budget.fixture.ts'), String(items)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const next = async () => JSON.parse((await lines.next()).value as string) as Record<string, unknown>;
+  try {
+    const calibration = await next();
+    expect(calibration.ok).toBe(true);
+    const budgetMs = Math.max(50, Math.round((calibration.cpuMs as number) * budgetOfCalibration));
+    child.stdin!.write(`${budgetMs}\n`);
+    expect(await next()).toBe('started');
+    // The render has begun (the child wrote "started" just before it, and renders without yielding).
+    child.kill('SIGSTOP');
+    await sleep(budgetMs * stopOfBudget);
+    child.kill('SIGCONT');
+    const outcome = await next();
+    return { budgetMs, calibrationCpuMs: calibration.cpuMs as number, outcome };
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
+const counted = threadCpuMs() !== undefined;
+/** The event's items: a render of about a third of a second here, far longer than the test takes to stop it. */
+const ITEMS = 150_000;
+
+describe('the render budget counts the rendering thread’s CPU time', () => {
+  (counted ? it : it.skip)('a render stopped for longer than its budget still renders when its own CPU time is within it', async () => {
+    // A budget of three times what the render costs; stopped for 1.5 budgets: its wall-clock time is well past its
+    // budget, its CPU time a third of it, and far from the cap of WALL_CAP_FACTOR budgets.
+    const { budgetMs, outcome } = await renderStopped(ITEMS, 3, 1.5);
+    expect(outcome.wallMs).toBeGreaterThan(budgetMs);
+    expect(outcome.wallMs).toBeLessThan(budgetMs * WALL_CAP_FACTOR);
+    expect(outcome).toMatchObject({ ok: true, error: null });
+  });
+
+  (counted ? it : it.skip)('a render whose CPU time is over its budget still stops there', async () => {
+    const { budgetMs, calibrationCpuMs, outcome } = await renderStopped(ITEMS, 0.2, 0);
+    expect(calibrationCpuMs).toBeGreaterThan(budgetMs * 2);
+    expect(outcome.ok).toBe(false);
+    expect(outcome.error).toMatch(/execution stopped after \d+ ms/);
+    expect(outcome.cpuMs).toBeLessThan(calibrationCpuMs);
+  });
+});
