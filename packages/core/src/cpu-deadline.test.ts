@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { BASELINE_MAX_AGE_MS, createThreadClock, threadCpuMs, WALL_CAP_FACTOR } from '@gatehook/core/cpu-deadline';
+import { BASELINE_MAX_AGE_MS, createThreadClock, threadClock, threadCpuMs, WALL_CAP_FACTOR } from '@gatehook/core/cpu-deadline';
 
 /** Clocks the test moves by hand: wall-clock and this thread's CPU time, in ms, and how often the CPU was read. */
 function clocks(counted = true) {
@@ -87,6 +87,12 @@ describe('createThreadClock', () => {
     state.wall += 11;
     state.cpu! += 10;
     expect(deadline.passed()).toBe(true);
+  });
+});
+
+describe('threadClock', () => {
+  it('counts wall-clock time on the main thread, whose other work waits for a budget however little CPU it gets', () => {
+    expect(threadClock.counted).toBe(false);
   });
 });
 

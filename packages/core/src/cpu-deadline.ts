@@ -1,9 +1,11 @@
-// A time budget counted in the CPU time of the thread that spends it. Templates and conditions run on a shared worker
-// beside other processes and threads; a budget of wall-clock time fails a valid template or condition whenever the
-// machine is busy (a render of about 0.6 s of CPU went over its 1 s budget on a loaded 2-core machine), and a failed
-// render fails its delivery for good, a failed condition skips its event. So the budget is the thread's own CPU time
-// where the OS tells it (Linux: /proc/thread-self/schedstat, nanoseconds this thread has run), and wall-clock time
-// elsewhere.
+// A time budget counted in the CPU time of the thread that spends it. Templates and conditions run on render threads
+// of a worker shared with other processes and threads; a budget of wall-clock time fails a valid template or
+// condition whenever the machine is busy (a render of about 0.6 s of CPU went over its 1 s budget on a loaded 2-core
+// machine), and a failed render fails its delivery for good, a failed condition skips its event. So on a worker
+// thread the budget is the thread's own CPU time where the OS tells it (Linux: /proc/thread-self/schedstat,
+// nanoseconds this thread has run). On a main thread (the API's or a gateway's event loop, where a rate limit rule's
+// condition or the save-time render runs) the budget stays wall-clock time: what matters there is how long the
+// other requests of that loop wait.
 //
 // The wall clock is read as before; the thread's CPU time (about 20 µs a reading) only when a budget starts with no
 // reading younger than BASELINE_MAX_AGE_MS, and when the wall time passes a budget, which then moves its deadline on
@@ -11,6 +13,7 @@
 // short, never long. A thread that the machine starves is still stopped at WALL_CAP_FACTOR times its budget.
 
 import { readFileSync } from 'node:fs';
+import { isMainThread } from 'node:worker_threads';
 
 /** Wall-clock time a budget may take at most, as a multiple of its budget of CPU time. */
 export const WALL_CAP_FACTOR = 5;
@@ -82,5 +85,8 @@ export function createThreadClock(wall: () => number, cpu: () => number | undefi
   };
 }
 
-/** This thread's clock (each worker thread loads its own copy of this module, so its own baseline). */
-export const threadClock: ThreadClock = createThreadClock(() => performance.now(), threadCpuMs);
+/**
+ * This thread's clock: CPU time on a worker thread (each loads its own copy of this module, so its own baseline),
+ * wall-clock time on the main thread.
+ */
+export const threadClock: ThreadClock = createThreadClock(() => performance.now(), isMainThread ? () => undefined : threadCpuMs);

@@ -87,6 +87,7 @@ export const SAVE_RENDER_LIMITS: Partial<ExecLimits> = { maxDurationMs: 250 };
  * Renders of real events (deliveries, previews, test sends) run on render threads and count their time budget in
  * the thread's CPU time (core/cpu-deadline.ts): a valid template within its budget renders however busy the
  * machine is, and one that is not still stops at its budget of CPU time (or five times it of wall-clock time).
+ * Elsewhere (a main thread) the budget is wall-clock time.
  */
 const RENDER_TIMER: Partial<ExecLimits> = { timer: threadClock.deadline };
 
@@ -125,7 +126,7 @@ export function checkPayloadTemplate(text: string, vars: Record<string, string>,
 
 /**
  * Renders one event through a compiled template and checks the result is JSON with unique member names, its time
- * budget counted in this thread's CPU time. `limits` narrows the execution limits.
+ * budget counted by this thread's clock (CPU time on a render thread). `limits` narrows the execution limits.
  */
 export function renderWithTemplate(
   template: Template | Error,
