@@ -1,6 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { connectRedis } from '@gatehook/core/redis';
+import { TEST_REDIS_CLUSTER_NODES } from '@gatehook/testkit/env';
+import { startRedisServer } from '@gatehook/testkit/processes';
 import { keysEverywhere, onEveryMaster, testRedis } from '@gatehook/testkit/redis';
+import { startRedisCluster } from '@gatehook/testkit/redis-cluster';
 import type { CounterLimit } from '../consume';
 import { MemoryCounterStore } from './memory';
 import { RedisCounterStore } from './redis';
@@ -8,6 +12,7 @@ import { RedisCounterStore } from './redis';
 const prefix = `test_${randomBytes(6).toString('hex')}`;
 const redis = testRedis({ maxRetriesPerRequest: 1 });
 const store = new RedisCounterStore(redis, { prefix, timeoutMs: 2000 });
+const onCluster = TEST_REDIS_CLUSTER_NODES !== '';
 
 afterAll(async () => {
   for (const key of await keysEverywhere(redis, `${prefix}:*`)) await redis.del(key);
@@ -57,12 +62,23 @@ describe('RedisCounterStore', () => {
   });
 
   it('loads the script again into a Redis that forgot it (SCRIPT FLUSH)', async () => {
-    const orgId = randomUUID();
-    const batch = { orgId, owners: ['r'], keys: [''], limits: [{ calls: 2, windowMs: 60_000, deny: true }], cost: 1 };
-    await store.checkAndConsume(batch);
-    await onEveryMaster(redis, (node) => node.script('FLUSH'));
-    const after = await store.checkAndConsume(batch);
-    expect(after.outcomes[0]!.remaining).toBe(0);
+    // On a Redis of its own (a cluster of its own when the suite runs on one): on the shared one, the next script
+    // each connection of the test files running beside this one sends would meet NOSCRIPT, and ioredis sends a lone
+    // command again but not one inside a MULTI (BullMQ's), which fails.
+    const own = onCluster ? await startRedisCluster({ masters: 3 }) : await startRedisServer();
+    const connection = connectRedis('seeds' in own ? { url: own.seeds[0]!, clusterNodes: own.seeds } : { url: own.url }, { maxRetriesPerRequest: 1 });
+    connection.on('error', () => undefined);
+    try {
+      const forgetful = new RedisCounterStore(connection, { prefix, timeoutMs: 2000 });
+      const batch = { orgId: randomUUID(), owners: ['r'], keys: [''], limits: [{ calls: 2, windowMs: 60_000, deny: true }], cost: 1 };
+      await forgetful.checkAndConsume(batch);
+      await onEveryMaster(connection, (node) => node.script('FLUSH'));
+      const after = await forgetful.checkAndConsume(batch);
+      expect(after.outcomes[0]!.remaining).toBe(0);
+    } finally {
+      connection.disconnect();
+      await own.close();
+    }
   });
 
   it('fails (for the limiter to apply its fail mode) when Redis does not answer in time', async () => {
