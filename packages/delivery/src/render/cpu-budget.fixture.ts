@@ -1,8 +1,10 @@
 // A child process for payload-template.cpu-budget.test.ts: a render thread (a worker thread, as in the render pool)
-// renders a template whose cost grows with its event's items, so that the test can stop the process (SIGSTOP) in
-// the middle of a render. Protocol, one JSON object a line on stdout: the CPU time (ms) one render takes; then, for
-// a budget (ms) read from stdin, "started" and the outcome of one render under that budget, with its wall-clock and
-// CPU time.
+// renders a template whose cost grows with its event's items. Protocol, one JSON object a line on stdout: the CPU
+// time (ms) one render takes; then, for a budget (ms) read from stdin, "started" and the outcome of one render under
+// that budget, with its wall-clock and CPU time. When the line read also gives a pause, the main thread stops the
+// whole process (SIGSTOP) that long after the render has started, for the test to continue it (SIGCONT): a render
+// kept off the CPU in the middle, whatever the machine is doing, as the main thread's timer fires long before a
+// render of a third of a second of CPU ends.
 import { writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
@@ -17,7 +19,9 @@ if (isMainThread) {
   const thread = new Worker(`require('tsx/cjs/api').require(${JSON.stringify(__filename)}, ${JSON.stringify(__filename)});`, { eval: true, argv: process.argv.slice(2) });
   const input = createInterface({ input: process.stdin });
   input.once('line', (text) => {
-    thread.postMessage(Number(text));
+    const { budgetMs, stopAfterMs } = JSON.parse(text) as { budgetMs: number; stopAfterMs?: number };
+    if (stopAfterMs !== undefined) thread.once('message', () => setTimeout(() => process.kill(process.pid, 'SIGSTOP'), stopAfterMs));
+    thread.postMessage(budgetMs);
     input.close();
   });
 } else {
@@ -31,6 +35,7 @@ if (isMainThread) {
   line({ cpuMs: (threadCpuMs() ?? 0) - before, ok: calibration.ok, error: calibration.ok ? null : calibration.error });
   parentPort!.once('message', (budgetMs: number) => {
     line('started');
+    parentPort!.postMessage('started');
     const wallStart = performance.now();
     const cpuStart = threadCpuMs() ?? 0;
     const result = renderWithTemplate(template, event, {}, { maxDurationMs: budgetMs });

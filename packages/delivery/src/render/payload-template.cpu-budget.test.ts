@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -7,7 +8,8 @@ import { threadCpuMs, WALL_CAP_FACTOR } from '@gatehook/core/cpu-deadline';
 /**
  * A render's time budget is the CPU time of the thread that renders (core/cpu-deadline.ts): a thread kept off the
  * CPU by the rest of the machine is not stopped at its budget of wall-clock time. The test makes such a machine by
- * stopping a child process (SIGSTOP) in the middle of a render.
+ * having a child process stop itself (SIGSTOP) in the middle of a render, and continuing it after `stopOfBudget`
+ * budgets (0: no stop).
  */
 async function renderStopped(items: number, budgetOfCalibration: number, stopOfBudget: number) {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'cpu-budget.fixture.ts'), String(items)], { stdio: ['pipe', 'pipe', 'inherit'] });
@@ -17,16 +19,31 @@ async function renderStopped(items: number, budgetOfCalibration: number, stopOfB
     const calibration = await next();
     expect(calibration.ok).toBe(true);
     const budgetMs = Math.max(50, Math.round((calibration.cpuMs as number) * budgetOfCalibration));
-    child.stdin!.write(`${budgetMs}\n`);
+    child.stdin!.write(`${JSON.stringify({ budgetMs, ...(stopOfBudget > 0 ? { stopAfterMs: 20 } : {}) })}\n`);
     expect(await next()).toBe('started');
-    // The render has begun (the child wrote "started" just before it, and renders without yielding).
-    child.kill('SIGSTOP');
-    await sleep(budgetMs * stopOfBudget);
-    child.kill('SIGCONT');
+    if (stopOfBudget > 0) {
+      await until(() => processState(child.pid!) === 'T', 30_000);
+      await sleep(budgetMs * stopOfBudget);
+      child.kill('SIGCONT');
+    }
     const outcome = await next();
     return { budgetMs, calibrationCpuMs: calibration.cpuMs as number, outcome };
   } finally {
     child.kill('SIGKILL');
+  }
+}
+
+/** A process's state letter from /proc (T: stopped). */
+function processState(pid: number): string {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+}
+
+async function until(done: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!done()) {
+    if (performance.now() > deadline) throw new Error('the child did not stop itself');
+    await sleep(5);
   }
 }
 
