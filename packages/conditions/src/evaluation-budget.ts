@@ -14,7 +14,10 @@ export const MAX_EVALUATION_STEPS = 200_000;
 /** String characters and list elements that nodes may yield per evaluation (about 16 MB of UTF-16 at most). */
 export const MAX_EVALUATION_SIZE = 8_000_000;
 
-/** Time per evaluation: the thread's CPU time where the OS tells it (core/cpu-deadline.ts), else wall-clock time. */
+/**
+ * Time per evaluation: the thread's CPU time on a worker thread where the OS tells it, else wall-clock time
+ * (core/cpu-deadline.ts).
+ */
 export const MAX_EVALUATION_MS = 50;
 
 /** Steps, or yielded size in units of 64k, between two readings of the clock. */
