@@ -36,7 +36,6 @@ export function threadCpuMs(): number | undefined {
 
 /** A budget started when it was made; `passed()` says whether it is spent. */
 export interface Deadline {
-  readonly budgetMs: number;
   passed(): boolean;
 }
 
@@ -64,7 +63,7 @@ export function createThreadClock(wall: () => number, cpu: () => number | undefi
       const started = wall();
       if (!counted) {
         const at = started + budgetMs;
-        return { budgetMs, passed: () => wall() > at };
+        return { passed: () => wall() > at };
       }
       const cpuStarted = started - baseline.wall <= BASELINE_MAX_AGE_MS ? baseline.cpu : readCpu(started);
       const wallCap = started + budgetMs * WALL_CAP_FACTOR;
@@ -80,7 +79,7 @@ export function createThreadClock(wall: () => number, cpu: () => number | undefi
         if (!spent) next = Math.min(now + Math.max(remaining, MIN_EXTENSION_MS), wallCap);
         return spent;
       };
-      return { budgetMs, passed };
+      return { passed };
     },
   };
 }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { threadCpuMs, WALL_CAP_FACTOR } from '@gatehook/core/cpu-deadline';
+import { until } from '@gatehook/testkit/until';
 
 /**
  * A render's time budget is the CPU time of the thread that renders (core/cpu-deadline.ts): a thread kept off the
@@ -22,7 +23,7 @@ async function renderStopped(items: number, budgetOfCalibration: number, stopOfB
     child.stdin!.write(`${JSON.stringify({ budgetMs, ...(stopOfBudget > 0 ? { stopAfterMs: 20 } : {}) })}\n`);
     expect(await next()).toBe('started');
     if (stopOfBudget > 0) {
-      await until(() => processState(child.pid!) === 'T', 30_000);
+      await until(async () => processState(child.pid!), (state) => state === 'T', 30_000);
       await sleep(budgetMs * stopOfBudget);
       child.kill('SIGCONT');
     }
@@ -37,14 +38,6 @@ async function renderStopped(items: number, budgetOfCalibration: number, stopOfB
 function processState(pid: number): string {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-}
-
-async function until(done: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!done()) {
-    if (performance.now() > deadline) throw new Error('the child did not stop itself');
-    await sleep(5);
-  }
 }
 
 const counted = threadCpuMs() !== undefined;

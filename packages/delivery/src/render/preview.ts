@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { threadClock, type ThreadClock } from '@gatehook/core/cpu-deadline';
+import { threadClock } from '@gatehook/core/cpu-deadline';
 import { validationError, type FieldIssue } from '@gatehook/core/errors';
 import { createWebhookSchema } from '@gatehook/core/webhook-schema';
 import { packBodies, type RenderedEvent } from './bodies';
@@ -54,12 +54,12 @@ export function previewRender(orgId: string, input: PreviewInput, now = new Date
 /**
  * Renders a preview (CONTRACT 12): the template is checked exactly as on save (an issue at `template`), then each
  * event is rendered (an issue at `events.<n>`) and the results packed. Every render of the request shares one
- * budget of `budgetMs` of the thread's CPU time (CONTRACT 15; `clock`'s, tests give their own): past it the preview
+ * budget of `budgetMs` of the render thread's CPU time (CONTRACT 15; core/cpu-deadline.ts): past it the preview
  * stops with an issue at `template`, however fast each event was on its own. Pure; the API runs it in its render
  * pool (render/pool.ts).
  */
-export function renderPreview(input: PreviewRender, budgetMs: number = REQUEST_RENDER_BUDGET_MS, clock: ThreadClock = threadClock): PreviewOutcome {
-  const deadline = clock.deadline(budgetMs);
+export function renderPreview(input: PreviewRender, budgetMs: number = REQUEST_RENDER_BUDGET_MS): PreviewOutcome {
+  const deadline = threadClock.deadline(budgetMs);
   const overBudget = (): PreviewOutcome => ({
     ok: false,
     issues: [{ path: 'template', message: `rendering the request's events takes longer than the ${budgetMs} ms budget of one request` }],
