@@ -14,6 +14,8 @@ import { TEST_REDIS_CLUSTER_NODES } from '@gatehook/testkit/env';
 import { testRedis } from '@gatehook/testkit/redis';
 import { until } from '@gatehook/testkit/until';
 import type { Engine } from '@gatehook/worker/engine';
+import { QueueConsumer } from '@gatehook/worker/consumers';
+import { createLogger } from '@gatehook/core/logger';
 
 // The queue layer of the worker on the Redis the project gives (one server, or the 3-master cluster of the
 // `redis-cluster` jest project): periodic work once per interval across workers, the watchdog, readiness, and the
@@ -133,13 +135,53 @@ describe('the queue watchdog', () => {
   });
 
   it('leaves alone a worker that has no room, or nothing waiting', async () => {
-    const config = testConfig({ DATABASE_URL: database.url, QUEUE_WATCHDOG_MS: '500', DELIVERY_QUEUE_SHARDS: '1' });
-    const engine = await startTestEngine(config);
+    // One consumer of concurrency 1 on a queue of its own, its looks made with a chosen clock: two looks a whole
+    // watchdog time apart are what it takes to restart a worker that has room while jobs wait.
+    const stuckAfterMs = 1_000;
+    const connection = testRedis();
+    const prefix = `{test-watchdog-${randomUUID()}}`;
+    const queue = new Queue('deliver', { connection, prefix });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const processed: string[] = [];
+    const consumer = new QueueConsumer({
+      queue,
+      processor: async (job) => {
+        processed.push(job.name);
+        if (job.name === 'holds') await held;
+      },
+      worker: { connection, prefix, concurrency: 1 },
+      logger: createLogger({ name: 'test', level: 'silent' }),
+    });
+    const looks = async () => {
+      const now = Date.now();
+      return [await consumer.check(stuckAfterMs, now), await consumer.check(stuckAfterMs, now + stuckAfterMs + 1)];
+    };
     try {
-      await new Promise((r) => setTimeout(r, 1_500));
-      expect((await engine.metrics.queueWorkerRestarts.get()).values.reduce((n, v) => n + v.value, 0)).toBe(0);
+      // No room: the one slot holds a job while another waits.
+      await queue.add('holds', {});
+      await until(() => Promise.resolve(processed), (p) => p.includes('holds'), 10_000);
+      await queue.add('waits', {});
+      expect(await queue.getJobCounts('wait')).toEqual({ wait: 1 });
+      expect(await looks()).toEqual([false, false]);
+      expect(consumer.current.isRunning()).toBe(true);
+
+      // Nothing waiting: the slot is free and the queue empty.
+      release();
+      await until(async () => ({ processed, counts: await queue.getJobCounts('wait', 'active') }), (s) => s.processed.includes('waits') && s.counts.wait === 0 && s.counts.active === 0, 10_000);
+      expect(await looks()).toEqual([false, false]);
+
+      // The control: room and a job waiting that the worker does not take (its blocking connection no longer reads)
+      // is what a restart takes, so the looks above were made on a consumer that would have restarted.
+      stall((await consumer.current.getBackend().blockingClient!) as unknown as Redis | Cluster);
+      await queue.add('unserved', {});
+      expect(await looks()).toEqual([false, true]);
     } finally {
-      await engine.stop();
+      release();
+      await consumer.close();
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+      connection.disconnect();
     }
   });
 });
