@@ -21,17 +21,6 @@ const ANSWER_BOUND_MS = 10_000;
 const RESENDS = 40;
 const RESEND_GAP_MS = 250;
 
-let db: Db;
-let database: Awaited<ReturnType<typeof createTestDatabase>>;
-beforeAll(async () => {
-  database = await createTestDatabase();
-  db = createDb(database.url, { poolSize: 2 });
-});
-afterAll(async () => {
-  await db.$disconnect();
-  await database.drop();
-});
-
 /** One chaos run: a private Redis, API and worker processes, a webhook to a receiver that counts event ids. */
 interface Chaos {
   env: Record<string, string>;
@@ -48,6 +37,8 @@ interface Chaos {
   workers: ServiceProcess[];
   /** Chaos started in the background (a restart); awaited before counting. */
   background: Promise<void>[];
+  /** The run's own database. */
+  db: Db;
 }
 
 interface ChaosPlan {
@@ -73,9 +64,20 @@ interface Answer {
   code?: string;
 }
 
-/** The database of one run: the suite's, or a freshly migrated one on a private server. */
+/**
+ * The database of one run, its own: a freshly migrated one on the machine's server, or on a private server. A
+ * worker's reconciler scans its whole database, so a run must not see the events of the runs beside it.
+ */
 async function chaosDatabase(postgres: PostgresServer | undefined): Promise<{ url: string; db: Db; close(): Promise<void> }> {
-  if (!postgres) return { url: database.url, db, close: async () => undefined };
+  if (!postgres) {
+    const database = await createTestDatabase();
+    const own = createDb(database.url, { poolSize: 2 });
+    const close = async () => {
+      await own.$disconnect();
+      await database.drop();
+    };
+    return { url: database.url, db: own, close };
+  }
   const url = `${postgres.url}/gatehook`;
   await applyMigrations(url);
   const own = createDb(url, { poolSize: 1 });
@@ -115,7 +117,7 @@ async function runOnServers(name: string, plan: ChaosPlan, redis: Pick<Chaos, 'r
     RECONCILE_INTERVAL_MS: '500',
     NODE_ENV: 'test',
   };
-  const c: Chaos = { env, orgId, ...redis, ...(postgres ? { postgres } : {}), apis: [], workers: [], background: [] };
+  const c: Chaos = { env, orgId, ...redis, ...(postgres ? { postgres } : {}), apis: [], workers: [], background: [], db: store.db };
   try {
     // Started together; each one that started is in c (and killed below) even if another did not.
     const started = await Promise.allSettled((['api', 'worker'] as const).flatMap((app) => Array.from({ length: redis.cluster ? 2 : 1 }, async () => ({ app, process: await startServiceProcess(app, env) }))));
@@ -223,8 +225,15 @@ async function expectAllDelivered(name: string, receiver: TestReceiver, accepted
 }
 
 describe('chaos: nothing accepted is lost', () => {
-  // A cluster scenario starts six Redis nodes, two APIs and two workers, and may wait 120 s for the last delivery.
-  jest.setTimeout(300_000);
+  // A cluster scenario starts six Redis nodes, two APIs and two workers, and may wait 120 s for the last delivery; a
+  // scenario may also wait for the one before it in its lane.
+  jest.setTimeout(600_000);
+  // Two lanes side by side, each running its scenarios one at a time in the order written: the cluster scenarios
+  // in one, the single-server ones in the other. Each scenario has its own Redis, database, receiver and
+  // processes, and spends most of its time waiting (for the reconciler's grace, a restart, the last deliveries),
+  // so the lanes share the machine without one deciding the other's outcome; two cluster stacks never run at once.
+  const lanes = { cluster: oneAtATime(), single: oneAtATime() };
+  const scenario = (name: string, lane: keyof typeof lanes, run: () => Promise<unknown>) => it.concurrent(name, () => lanes[lane](async () => void (await run())));
 
   const workerKill: ChaosPlan['during'] = async (c, batch) => {
     if (batch !== third) return;
@@ -232,18 +241,9 @@ describe('chaos: nothing accepted is lost', () => {
     c.workers[0] = await startServiceProcess('worker', c.env);
   };
 
-  it('worker SIGKILLed mid-stream', () => runChaos('worker SIGKILL', { during: workerKill }));
+  scenario('on a Redis Cluster: one of two workers SIGKILLed mid-stream', 'cluster', () => runChaos('cluster worker SIGKILL', { cluster: true, during: workerKill }));
 
-  it('Redis FLUSHALL mid-stream', () =>
-    runChaos('Redis FLUSHALL', {
-      async during(c, batch) {
-        if (batch === third || batch === 2 * third) await c.redis!.flushAll();
-      },
-    }));
-
-  it('on a Redis Cluster: one of two workers SIGKILLed mid-stream', () => runChaos('cluster worker SIGKILL', { cluster: true, during: workerKill }));
-
-  it('on a Redis Cluster: every master flushed mid-stream, twice', () =>
+  scenario('on a Redis Cluster: every master flushed mid-stream, twice', 'cluster', () =>
     runChaos('cluster FLUSHALL of every master', {
       cluster: true,
       async during(c, batch) {
@@ -251,7 +251,7 @@ describe('chaos: nothing accepted is lost', () => {
       },
     }));
 
-  it('on a Redis Cluster: a master killed mid-stream and replaced by its replica', () =>
+  scenario('on a Redis Cluster: a master killed mid-stream and replaced by its replica', 'cluster', () =>
     runChaos('cluster master failover', {
       cluster: true,
       async during(c, batch) {
@@ -261,12 +261,21 @@ describe('chaos: nothing accepted is lost', () => {
       },
     }));
 
-  it('API killed between commit and enqueue, and restarted mid-ingestion', () =>
+  scenario('worker SIGKILLed mid-stream', 'single', () => runChaos('worker SIGKILL', { during: workerKill }));
+
+  scenario('Redis FLUSHALL mid-stream', 'single', () =>
+    runChaos('Redis FLUSHALL', {
+      async during(c, batch) {
+        if (batch === third || batch === 2 * third) await c.redis!.flushAll();
+      },
+    }));
+
+  scenario('API killed between commit and enqueue, and restarted mid-ingestion', 'single', () =>
     runChaos('API restart', {
       // Exactly "committed, never enqueued": the ingestion library without a queue, as a crash right after commit.
       async before(c) {
         const events = Array.from({ length: 20 }, () => auditEvent({ action: 'gateway.tool.called' }) as never);
-        return (await ingestAuditEvents({ db }, c.orgId, events)).ids;
+        return (await ingestAuditEvents({ db: c.db }, c.orgId, events)).ids;
       },
       async during(c, batch) {
         if (batch !== Math.floor(EVENTS / BATCH / 2)) return;
@@ -281,7 +290,7 @@ describe('chaos: nothing accepted is lost', () => {
       },
     }));
 
-  it('Postgres restarted mid-stream', async () => {
+  scenario('Postgres restarted mid-stream', 'single', async () => {
     // Down for the middle third of the stream, long enough for reconciler passes and job retries to hit it.
     const down = (batch: number) => batch >= third && batch < 2 * third;
     const answers = await runChaos('Postgres restart', {
@@ -303,3 +312,13 @@ describe('chaos: nothing accepted is lost', () => {
     expect(answers.filter((a) => !down(a.batch) && a.status !== 202)).toEqual([]);
   });
 });
+
+/** Runs the functions given to it one at a time, in the order they were given. */
+function oneAtATime(): (fn: () => Promise<void>) => Promise<void> {
+  let last: Promise<unknown> = Promise.resolve();
+  return (fn) => {
+    const run = last.catch(() => undefined).then(fn);
+    last = run;
+    return run;
+  };
+}
