@@ -153,6 +153,9 @@ const envSchema = z.object({
   /** Headers of every export request (`key=value,key2=value2`, values URL-encoded), e.g. a backend's API key. */
   OTEL_EXPORTER_OTLP_HEADERS: otlpHeaders.default({}),
   OTEL_EXPORTER_OTLP_TRACES_HEADERS: otlpHeaders.default({}),
+  /** Longest one export may take, its retries included, before it is given up (ms; the OpenTelemetry default). */
+  OTEL_EXPORTER_OTLP_TIMEOUT: integer(1, 600_000).default(10_000),
+  OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: integer(1, 600_000).optional(),
   OTEL_SERVICE_NAME: z.string().optional(),
   /** Most milliseconds an ended span waits before it is exported (in a batch with the others). */
   OTEL_BSP_SCHEDULE_DELAY: integer(0, 600_000).default(5_000),

@@ -14,7 +14,9 @@ describe('traceExport (the standard OTEL_* variables)', () => {
   });
 
   it('appends /v1/traces to the base endpoint, takes the traces endpoint as is, and defaults to http/protobuf', () => {
-    expect(traceExport(config({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }))).toEqual({ url: 'http://collector:4318/v1/traces', protocol: 'http/protobuf', headers: {} });
+    expect(traceExport(config({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }))).toEqual({ url: 'http://collector:4318/v1/traces', protocol: 'http/protobuf', headers: {}, timeoutMs: 10_000 });
+    expect(traceExport(config({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_TIMEOUT: '3000' }))?.timeoutMs).toBe(3000);
+    expect(traceExport(config({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_TIMEOUT: '3000', OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: '500' }))?.timeoutMs).toBe(500);
     expect(traceExport(config({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/ingest' }))?.url).toBe('https://traces.example/ingest');
     expect(traceExport(config({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }))?.protocol).toBe('http/json');
     expect(traceExport(config({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' }))?.protocol).toBe('http/protobuf');
@@ -66,11 +68,12 @@ describe('an export that fails', () => {
 
     const warnings: { fields: Record<string, unknown>; message: string }[] = [];
     const logger = { warn: (fields: Record<string, unknown>, message: string) => void warnings.push({ fields, message }) };
-    const tracing = await startTracing(config({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://user:pw@127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '10' }), 'gatehook-test', logger as never);
+    // One second for an export and its retries (the default is ten): the SDK reports the failure once it gives up.
+    const tracing = await startTracing(config({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://user:pw@127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '10', OTEL_EXPORTER_OTLP_TIMEOUT: '1000' }), 'gatehook-test', logger as never);
     try {
       expect(tracing.target).toBe(`http/protobuf to http://127.0.0.1:${port}`);
       for (let i = 0; i < 3; i += 1) expect(await inSpan('gatehook.fanout', undefined, {}, async () => i)).toBe(i);
-      // The exporter retries a refused export for seconds before it gives up and the SDK reports it.
+      // The exporter retries a refused export until its timeout, then gives up and the SDK reports it.
       await until(async () => warnings.length, (n) => n > 0, 30_000);
       expect(warnings[0]!.message).toMatch(/trace export failing/);
       expect(JSON.stringify(warnings)).not.toMatch(/pw@|:\/\//);

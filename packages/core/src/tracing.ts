@@ -36,6 +36,8 @@ export type TracingConfig = Pick<
   | 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
   | 'OTEL_EXPORTER_OTLP_HEADERS'
   | 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'
+  | 'OTEL_EXPORTER_OTLP_TIMEOUT'
+  | 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT'
   | 'OTEL_SERVICE_NAME'
   | 'OTEL_SDK_DISABLED'
   | 'OTEL_BSP_SCHEDULE_DELAY'
@@ -46,6 +48,8 @@ export interface TraceExport {
   url: string;
   protocol: 'http/protobuf' | 'http/json';
   headers: Record<string, string>;
+  /** Longest one export may take, its retries included. */
+  timeoutMs: number;
 }
 
 /** The export the settings ask for: the traces endpoint as is, or the base endpoint with `/v1/traces`. */
@@ -58,6 +62,7 @@ export function traceExport(config: TracingConfig): TraceExport | null {
     url,
     protocol: config.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? config.OTEL_EXPORTER_OTLP_PROTOCOL,
     headers: { ...config.OTEL_EXPORTER_OTLP_HEADERS, ...config.OTEL_EXPORTER_OTLP_TRACES_HEADERS },
+    timeoutMs: config.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT ?? config.OTEL_EXPORTER_OTLP_TIMEOUT,
   };
 }
 
@@ -124,7 +129,7 @@ export async function startTracing(config: TracingConfig, serviceName: string, l
     import('@opentelemetry/core'),
   ]);
   const { OTLPTraceExporter } = target.protocol === 'http/json' ? await import('@opentelemetry/exporter-trace-otlp-http') : await import('@opentelemetry/exporter-trace-otlp-proto');
-  const exporter = new OTLPTraceExporter({ url: target.url, headers: target.headers });
+  const exporter = new OTLPTraceExporter({ url: target.url, headers: target.headers, timeoutMillis: target.timeoutMs });
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ 'service.name': config.OTEL_SERVICE_NAME ?? serviceName, 'service.version': GATEHOOK_VERSION }),
     spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: config.OTEL_BSP_SCHEDULE_DELAY })],
