@@ -65,4 +65,44 @@ describe('GroupCommit', () => {
     expect(batches).toEqual([[1], [2, 3, 4]]);
     expect(commit.pending).toBe(0);
   });
+
+  describe('minIntervalMs follows how often items come', () => {
+    beforeEach(() => jest.useFakeTimers({ now: 0 }));
+    afterEach(() => jest.useRealTimers());
+
+    /** Submits at the given gaps (ms) on the fake clock; what each flush carried and when it started. */
+    async function stream(gaps: number[]) {
+      const flushes: { at: number; items: number[] }[] = [];
+      const commit = new GroupCommit<number, number>(async (items) => {
+        flushes.push({ at: performance.now(), items });
+        return items;
+      }, { maxBatch: 100, maxConcurrent: 1, minIntervalMs: 25 });
+      const submitted: Promise<number>[] = [];
+      for (const [i, gap] of gaps.entries()) {
+        await jest.advanceTimersByTimeAsync(gap);
+        submitted.push(commit.submit(i));
+      }
+      await jest.advanceTimersByTimeAsync(100);
+      await Promise.all(submitted);
+      return flushes;
+    }
+
+    it('gathers a steady stream: an item every 5 ms goes out with the others of its 25 ms', async () => {
+      const flushes = await stream(Array.from({ length: 100 }, () => 5));
+      expect(flushes.flatMap((f) => f.items)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+      expect(flushes.length).toBeLessThanOrEqual(25);
+    });
+
+    it('lets a thin stream go at once: two clients a millisecond apart, ten times a second, are never held for the interval', async () => {
+      // As two organisations' open loops at 10/s each, in step: the second of each pair comes right after a flush.
+      const flushes = await stream(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? 99 : 1)));
+      expect(flushes.flatMap((f) => f.items)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+      // Once the average gap has learnt the stream (a few pairs), every item goes out at the instant it comes: no
+      // flush waits for the rest of an interval.
+      const submittedAt = (item: number) => Math.floor(item / 2) * 100 + 99 + (item % 2);
+      const learnt = flushes.filter((f) => f.items[0]! >= 8);
+      expect(learnt.map((f) => f.items)).toEqual(Array.from({ length: 32 }, (_, i) => [i + 8]));
+      expect(learnt.map((f) => f.at)).toEqual(learnt.map((f) => submittedAt(f.items[0]!)));
+    });
+  });
 });

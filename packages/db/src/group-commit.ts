@@ -5,6 +5,9 @@ export interface GroupCommitOptions {
   minIntervalMs?: number;
 }
 
+/** Weight of the newest gap between two submits in their running average. */
+const GAP_SMOOTHING = 0.2;
+
 /**
  * Group commit: work submitted while a flush is running waits for the next flush, which takes it all in one
  * statement. Under no load an item is flushed at once (no linger); under load the batch grows by itself, so
@@ -15,10 +18,16 @@ export class GroupCommit<I, R> {
   private running = 0;
   private lastStart = Number.NEGATIVE_INFINITY;
   private timer: NodeJS.Timeout | null = null;
+  private lastSubmit: number | undefined;
+  /** Running average of the gaps between submits (ms); undefined until two have come. */
+  private averageGap: number | undefined;
 
   /**
    * `minIntervalMs` (default 0): a flush starts at least this long after the previous one started, so that under a
-   * steady stream each flush carries what arrived meanwhile; an item arriving after a quiet spell goes at once.
+   * steady stream each flush carries what arrived meanwhile. It holds only while items come more often than once
+   * per interval on average: an item arriving after a quiet spell, or in a stream too thin to give it company within
+   * the interval (two clients' items a few ms apart, a tenth of a second between pairs), goes at once, since waiting
+   * would gather nothing.
    */
   constructor(
     private readonly flush: (items: I[]) => Promise<R[]>,
@@ -35,6 +44,12 @@ export class GroupCommit<I, R> {
 
   /** Queues an item; resolves with its result once the flush that carried it completed. */
   submit(item: I): Promise<R> {
+    const now = performance.now();
+    if (this.lastSubmit !== undefined) {
+      const gap = now - this.lastSubmit;
+      this.averageGap = this.averageGap === undefined ? gap : this.averageGap + GAP_SMOOTHING * (gap - this.averageGap);
+    }
+    this.lastSubmit = now;
     return new Promise<R>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
       this.kick();
@@ -43,7 +58,8 @@ export class GroupCommit<I, R> {
 
   private kick(): void {
     while (this.running < this.options.maxConcurrent && this.queue.length > 0) {
-      const wait = this.lastStart + (this.options.minIntervalMs ?? 0) - performance.now();
+      const interval = this.options.minIntervalMs ?? 0;
+      const wait = this.averageGap !== undefined && this.averageGap < interval ? this.lastStart + interval - performance.now() : 0;
       if (wait > 0) {
         this.timer ??= setTimeout(() => {
           this.timer = null;

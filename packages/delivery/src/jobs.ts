@@ -13,7 +13,8 @@ const ENQUEUE_TIMEOUT_MS = 2_000;
 /**
  * Least time between two merged fan-out enqueues of a process: under a steady stream of ingest flushes each job
  * carries what arrived meanwhile, so the worker handles fewer, larger jobs (bench/HISTORY.md has the figures); an
- * event after a quiet spell is enqueued at once, so the most it adds is this, to fan-out only, never to the 202.
+ * event after a quiet spell, or in a stream thinner than one flush per interval, is enqueued at once (GroupCommit),
+ * so the most it adds is this, to fan-out only, never to the 202.
  * Every job costs the same whatever it carries (BullMQ's scripts, a read and a commit statement, a render task), so
  * at a few hundred single-event requests a second a longer interval means fewer, fuller jobs and less CPU per event
  * for the whole stack, at the price of this interval at most on the median; the comparison behind 25 ms is in
