@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { ConfigCache } from '@gatehook/cache/config-cache';
 import type { InvalidationBus } from '@gatehook/cache/invalidation';
 import { compileEventCondition, type CompiledCondition } from '@gatehook/conditions/event-condition';
@@ -124,6 +126,35 @@ export function toLiveWebhook(stored: StoredWebhook, box: SecretBox, logger?: Lo
 }
 
 /**
+ * Webhooks already decrypted and compiled, keyed by the stored row's content, not by a timestamp: any change to it (a
+ * template, a rotated secret, a status set by a statement that does not touch updated_at) makes a new entry, so each
+ * secret is decrypted and each template and condition compiled once per process (or thread) and version. A reload
+ * of an organisation after one of its webhooks changed (every change invalidates the whole organisation) then costs
+ * the read and a hash per row, not a decryption and compilation of every webhook it has.
+ */
+export class LiveWebhooks {
+  private readonly compiled: LRUCache<string, LiveWebhook>;
+
+  constructor(
+    private readonly box: SecretBox,
+    max: number,
+    private readonly logger?: Logger,
+  ) {
+    this.compiled = new LRUCache<string, LiveWebhook>({ max });
+  }
+
+  of(stored: StoredWebhook): LiveWebhook {
+    const key = `${stored.id}:${createHash('sha256').update(JSON.stringify(stored)).digest('base64url')}`;
+    let found = this.compiled.get(key);
+    if (!found) {
+      found = toLiveWebhook(stored, this.box, this.logger);
+      this.compiled.set(key, found);
+    }
+    return found;
+  }
+}
+
+/**
  * Per-process cache of every organisation's webhooks (one bounded cache, packages/cache), invalidated through
  * Redis pub/sub by every change: an edited, paused or deleted webhook is honoured by every worker at once (within
  * 1 s even when a message is lost to a reconnect, since the bus then clears everything; the TTL is the last backstop).
@@ -131,12 +162,13 @@ export function toLiveWebhook(stored: StoredWebhook, box: SecretBox, logger?: Lo
 export class WebhookConfigs {
   private readonly cache: ConfigCache<LiveWebhook[]>;
 
-  constructor(db: Db, box: SecretBox, options: { logger?: Logger; max?: number; ttlMs?: number } = {}) {
+  constructor(db: Db, box: SecretBox, options: { logger?: Logger; max?: number; ttlMs?: number; maxWebhooks?: number } = {}) {
     const pool = sqlPool(db);
+    const live = new LiveWebhooks(box, options.maxWebhooks ?? 10_000, options.logger);
     this.cache = new ConfigCache<LiveWebhook[]>({
       max: options.max ?? 10_000,
       ttlMs: options.ttlMs ?? WEBHOOK_CONFIG_TTL_MS,
-      load: async (orgId) => (await loadOrgWebhooks(pool, orgId)).map((w) => toLiveWebhook(w, box, options.logger)),
+      load: async (orgId) => (await loadOrgWebhooks(pool, orgId)).map((w) => live.of(w)),
       // An organisation without webhooks is not kept: its first webhook must be seen by the next fan-out, not after
       // the invalidation message travels (on a cluster, through another node) to this worker. Such a load is one
       // indexed query that finds nothing.

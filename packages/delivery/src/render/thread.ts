@@ -1,12 +1,10 @@
-import { createHash } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
 import { workerData } from 'piscina';
 import { SecretBox } from '@gatehook/core/encryption';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import type { AuditEventData } from './envelope';
 import { renderPreview, type PreviewOutcome, type PreviewRender } from './preview';
 import { renderTestBody, type TestBody } from '../pipeline/test-send';
-import { toLiveWebhook, type LiveWebhook } from '../webhook-configs';
+import { LiveWebhooks } from '../webhook-configs';
 import { planSlice, type PlanInput, type PlanProgress, type PlanSlice } from './plan';
 
 /** What the pool hands a thread at start (piscina's workerData). */
@@ -36,20 +34,8 @@ export interface TestTask {
 const THREAD_WEBHOOKS = 10_000;
 
 const box = new SecretBox((workerData as RenderThreadData).encryptionKey);
-const webhooks = new LRUCache<string, LiveWebhook>({ max: THREAD_WEBHOOKS });
-
-// Keyed by the stored row's content, not by a timestamp: any change to it (a template, a rotated secret, a status
-// set by a statement that does not touch updated_at) makes a new entry, and each template and condition is
-// compiled once per thread and version.
-function live(stored: StoredWebhook): LiveWebhook {
-  const key = `${stored.id}:${createHash('sha256').update(JSON.stringify(stored)).digest('base64url')}`;
-  let found = webhooks.get(key);
-  if (!found) {
-    found = toLiveWebhook(stored, box);
-    webhooks.set(key, found);
-  }
-  return found;
-}
+const webhooks = new LiveWebhooks(box, THREAD_WEBHOOKS);
+const live = (stored: StoredWebhook) => webhooks.of(stored);
 
 /** Answers once this thread's code is loaded (RenderPool.warm). */
 export function ping(): true {
@@ -68,5 +54,5 @@ export function preview(task: PreviewTask): PreviewOutcome {
 
 /** A test send's body (test-send.ts); the request itself is made by the caller. */
 export function testBody(task: TestTask): TestBody {
-  return renderTestBody(live(task.webhook), task.event, task.budgetMs);
+  return renderTestBody(webhooks.of(task.webhook), task.event, task.budgetMs);
 }

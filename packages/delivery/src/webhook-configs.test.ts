@@ -1,0 +1,58 @@
+import { DEVELOPMENT_ENCRYPTION_KEY } from '@gatehook/core/config';
+import { SecretBox, type SecretPlace } from '@gatehook/core/encryption';
+import type { StoredWebhook } from '@gatehook/core/webhook-config';
+import { LiveWebhooks } from './webhook-configs';
+
+/** A SecretBox that counts its decryptions: how many webhooks were opened. */
+class CountingBox extends SecretBox {
+  decryptions = 0;
+  override decrypt(...args: Parameters<SecretBox['decrypt']>): string {
+    this.decryptions += 1;
+    return super.decrypt(...args);
+  }
+}
+
+const box = new CountingBox(DEVELOPMENT_ENCRYPTION_KEY);
+const id = '5e1d0000-0000-4000-8000-00000000c001';
+const place = (column: SecretPlace['column']): SecretPlace => ({ column, row: id });
+const stored: StoredWebhook = {
+  id,
+  orgId: '5e1d0000-0000-4000-8000-00000000a001',
+  name: 'memo',
+  status: 'active',
+  events: ['policy.created'],
+  condition: 'event.actor_id == "u-1"',
+  format: 'single',
+  maxEvents: 1,
+  template: '',
+  urlEncrypted: box.encrypt('https://receiver.example/hook', place('webhooks.url_encrypted')),
+  varsEncrypted: null,
+  varNames: [],
+  headersEncrypted: null,
+  secretEncrypted: box.encrypt('whsec_dGVzdA==', place('webhooks.secret_encrypted')),
+  previousSecretEncrypted: null,
+  previousSecretValidUntil: null,
+  activeSince: new Date('2026-01-01T00:00:00.000Z'),
+  clientCertificateEncrypted: null,
+  rateLimitPerSecond: null,
+};
+
+describe('LiveWebhooks', () => {
+  it('opens and compiles a webhook once per version of its row, however often its organisation is reloaded', () => {
+    const live = new LiveWebhooks(box, 100);
+    const first = live.of(stored);
+    const opened = box.decryptions;
+    expect(opened).toBeGreaterThan(0);
+    // A reload reads a fresh copy of the same row: nothing is decrypted again, the compiled webhook is the same.
+    expect(live.of({ ...stored, events: [...stored.events] })).toBe(first);
+    expect(box.decryptions).toBe(opened);
+
+    // Any change to the row is a new version: a status set by a statement, a rotated secret.
+    const paused = live.of({ ...stored, status: 'paused' });
+    expect(paused).not.toBe(first);
+    expect(paused.status).toBe('paused');
+    const rotated = live.of({ ...stored, secretEncrypted: box.encrypt('whsec_bmV3', place('webhooks.secret_encrypted')) });
+    expect(rotated.secret).toBe('whsec_bmV3');
+    expect(first.secret).toBe('whsec_dGVzdA==');
+  });
+});
