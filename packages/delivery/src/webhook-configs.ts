@@ -38,7 +38,10 @@ export interface LiveWebhook extends StoredWebhook {
   headers: Record<string, string>;
   secret: string;
   previousSecret: string | null;
-  /** Presented on mTLS; one object per configuration load, so the egress client keys its pool by it cheaply. */
+  /**
+   * Presented on mTLS; one object per version of the stored row (LiveWebhooks), so the egress client keys its pool
+   * by it cheaply.
+   */
   clientCertificate: ClientCertificate | null;
   /** Set when a stored secret cannot be decrypted with the configured keys: its deliveries fail with this error. */
   unreadable: string | null;

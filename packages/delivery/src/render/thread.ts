@@ -54,5 +54,5 @@ export function preview(task: PreviewTask): PreviewOutcome {
 
 /** A test send's body (test-send.ts); the request itself is made by the caller. */
 export function testBody(task: TestTask): TestBody {
-  return renderTestBody(webhooks.of(task.webhook), task.event, task.budgetMs);
+  return renderTestBody(live(task.webhook), task.event, task.budgetMs);
 }
