@@ -39,7 +39,7 @@ const stored: StoredWebhook = {
 
 describe('LiveWebhooks', () => {
   it('opens and compiles a webhook once per version of its row, however often its organisation is reloaded', () => {
-    const live = new LiveWebhooks(box, 100);
+    const live = new LiveWebhooks(box);
     const first = live.of(stored);
     const opened = box.decryptions;
     expect(opened).toBeGreaterThan(0);

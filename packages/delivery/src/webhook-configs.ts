@@ -136,15 +136,13 @@ export function toLiveWebhook(stored: StoredWebhook, box: SecretBox, logger?: Lo
  * the read and a hash per row, not a decryption and compilation of every webhook it has.
  */
 export class LiveWebhooks {
-  private readonly compiled: LRUCache<string, LiveWebhook>;
+  /** Versions kept (least recently used forgotten): as many as the configuration cache holds organisations. */
+  private readonly compiled = new LRUCache<string, LiveWebhook>({ max: 10_000 });
 
   constructor(
     private readonly box: SecretBox,
-    max: number,
     private readonly logger?: Logger,
-  ) {
-    this.compiled = new LRUCache<string, LiveWebhook>({ max });
-  }
+  ) {}
 
   of(stored: StoredWebhook): LiveWebhook {
     const key = `${stored.id}:${createHash('sha256').update(JSON.stringify(stored)).digest('base64url')}`;
@@ -165,9 +163,9 @@ export class LiveWebhooks {
 export class WebhookConfigs {
   private readonly cache: ConfigCache<LiveWebhook[]>;
 
-  constructor(db: Db, box: SecretBox, options: { logger?: Logger; max?: number; ttlMs?: number; maxWebhooks?: number } = {}) {
+  constructor(db: Db, box: SecretBox, options: { logger?: Logger; max?: number; ttlMs?: number } = {}) {
     const pool = sqlPool(db);
-    const live = new LiveWebhooks(box, options.maxWebhooks ?? 10_000, options.logger);
+    const live = new LiveWebhooks(box, options.logger);
     this.cache = new ConfigCache<LiveWebhook[]>({
       max: options.max ?? 10_000,
       ttlMs: options.ttlMs ?? WEBHOOK_CONFIG_TTL_MS,

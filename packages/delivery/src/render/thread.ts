@@ -30,11 +30,8 @@ export interface TestTask {
   budgetMs: number;
 }
 
-/** Compiled webhooks per thread: as many as the worker's configuration cache holds organisations. */
-const THREAD_WEBHOOKS = 10_000;
-
 const box = new SecretBox((workerData as RenderThreadData).encryptionKey);
-const webhooks = new LiveWebhooks(box, THREAD_WEBHOOKS);
+const webhooks = new LiveWebhooks(box);
 const live = (stored: StoredWebhook) => webhooks.of(stored);
 
 /** Answers once this thread's code is loaded (RenderPool.warm). */
