@@ -35,7 +35,10 @@ describe('retention sweep', () => {
         { orgId: stack.org.orgId, id: pendingOldEvent, action: 'tag.created', actorType: 'user', createdAt: old, receivedAt: old },
       ],
     });
-    await db.pendingFanout.create({ data: { orgId: stack.org.orgId, eventId: pendingOldEvent, receivedAt: old } });
+    // Parked (its fan-out runs kept failing), so still owed: a waiting row this old would be put back on the queue by
+    // the stack's reconciler within its 500 ms interval and could be fanned out, and then rightly swept, before the
+    // sweep below runs. The sweep keeps both alike: any pending_fanout row.
+    await db.pendingFanout.create({ data: { orgId: stack.org.orgId, eventId: pendingOldEvent, receivedAt: old, attempts: 5, parkedAt: old } });
 
     const swept = await sweepRetention(db, 30);
     expect(swept.deliveries).toBeGreaterThanOrEqual(1);
@@ -43,7 +46,7 @@ describe('retention sweep', () => {
     expect(await db.deliveryAttempt.count({ where: { deliveryId: gone } })).toBe(0);
     expect(await db.delivery.findUnique({ where: { id: kept } })).not.toBeNull();
     expect(await db.auditEvent.count({ where: { orgId: stack.org.orgId, id: oldEvent } })).toBe(0);
-    // An event not fanned out yet is never swept: it is still owed to its webhooks.
+    // An event not fanned out (waiting, or parked) is never swept: it is still owed to its webhooks.
     expect(await db.auditEvent.count({ where: { orgId: stack.org.orgId, id: pendingOldEvent } })).toBe(1);
   });
 
