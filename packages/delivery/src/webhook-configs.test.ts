@@ -55,4 +55,21 @@ describe('LiveWebhooks', () => {
     expect(rotated.secret).toBe('whsec_bmV3');
     expect(first.secret).toBe('whsec_dGVzdA==');
   });
+
+  it('gives the row it hands on its version key, which another LiveWebhooks (a render thread) finds it by', () => {
+    const main = new LiveWebhooks(box);
+    const thread = new LiveWebhooks(box);
+    const handed = main.of(stored).stored;
+    expect(handed.version).toMatch(new RegExp(`^${id}:`));
+    expect(main.of({ ...stored, status: 'paused' }).stored.version).not.toBe(handed.version);
+
+    const opened = box.decryptions;
+    const inThread = thread.of(structuredClone(handed));
+    expect(box.decryptions).toBeGreaterThan(opened);
+    // The key carried and the key computed from the bare row agree: the thread compiled that version once.
+    const again = box.decryptions;
+    expect(thread.of(stored)).toBe(inThread);
+    expect(thread.of(structuredClone(handed))).toBe(inThread);
+    expect(box.decryptions).toBe(again);
+  });
 });

@@ -24,6 +24,12 @@ export const WEBHOOK_CONFIG_TTL_MS = 60_000;
 /** The invalidation topic of webhook configuration; its keys are organisation ids. */
 export const WEBHOOKS_TOPIC = 'webhooks';
 
+/**
+ * A stored row with the key of its version (LiveWebhooks): its id and a SHA-256 of the row as stored. `version` is
+ * absent on a row read straight from the database; LiveWebhooks computes it then.
+ */
+export type VersionedWebhook = StoredWebhook & { version?: string };
+
 export type RenderResult = { ok: true; json: string } | { ok: false; error: string };
 
 /**
@@ -31,8 +37,11 @@ export type RenderResult = { ok: true; json: string } | { ok: false; error: stri
  * template compiled once, per load of its organisation's configuration.
  */
 export interface LiveWebhook extends StoredWebhook {
-  /** The stored row it was made from (secrets still encrypted): what crosses to the render threads. */
-  stored: StoredWebhook;
+  /**
+   * The stored row it was made from (secrets still encrypted) with its version key: what crosses to the render
+   * threads, which then find their own compiled copy by that key without hashing the row again.
+   */
+  stored: VersionedWebhook;
   url: string;
   origin: string;
   headers: Record<string, string>;
@@ -71,7 +80,7 @@ function compileCondition(webhook: StoredWebhook, logger?: Logger): (event: Audi
 }
 
 /** Decrypts and compiles one stored webhook. Never throws: an unreadable secret is reported on the result. */
-export function toLiveWebhook(stored: StoredWebhook, box: SecretBox, logger?: Logger): LiveWebhook {
+export function toLiveWebhook(stored: VersionedWebhook, box: SecretBox, logger?: Logger): LiveWebhook {
   let url = '';
   let origin = '';
   let headers: Record<string, string> = {};
@@ -128,6 +137,11 @@ export function toLiveWebhook(stored: StoredWebhook, box: SecretBox, logger?: Lo
   };
 }
 
+/** The version key of a stored row: its id and a SHA-256 of the row as stored (any change makes a new key). */
+function versionOf(stored: StoredWebhook): string {
+  return `${stored.id}:${createHash('sha256').update(JSON.stringify(stored)).digest('base64url')}`;
+}
+
 /**
  * Webhooks already decrypted and compiled, keyed by the stored row's content, not by a timestamp: any change to it (a
  * template, a rotated secret, a status set by a statement that does not touch updated_at) makes a new entry, so each
@@ -144,11 +158,15 @@ export class LiveWebhooks {
     private readonly logger?: Logger,
   ) {}
 
-  of(stored: StoredWebhook): LiveWebhook {
-    const key = `${stored.id}:${createHash('sha256').update(JSON.stringify(stored)).digest('base64url')}`;
+  /**
+   * The webhook of a stored row. A row that carries its `version` (one that LiveWebhooks of another thread of this
+   * process made: a fan-out's rows crossing to a render thread) is found by that key without hashing it again.
+   */
+  of(stored: VersionedWebhook): LiveWebhook {
+    const key = stored.version ?? versionOf(stored);
     let found = this.compiled.get(key);
     if (!found) {
-      found = toLiveWebhook(stored, this.box, this.logger);
+      found = toLiveWebhook(stored.version === undefined ? { ...stored, version: key } : stored, this.box, this.logger);
       this.compiled.set(key, found);
     }
     return found;

@@ -3,6 +3,7 @@ import { readPendingEvents } from '@gatehook/db/outbox';
 import { scheduleBatchFlushes } from './batch-flush';
 import type { EngineContext } from '../context';
 import { DELIVER_CHUNK, type DeliveryQueues } from '../jobs';
+import { emptyPlan, mayChoose } from '../render/plan';
 import { disableWebhook } from '../state/webhook';
 
 /**
@@ -24,14 +25,13 @@ export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readon
   const events = await readPendingEvents(ctx.pool, orgId, eventIds);
   if (events.length === 0) return { events: 0, deliveries: 0 };
   // Matching, rendering, packing and sealing run in the render pool, fairly shared between organisations; this
-  // event loop keeps the reads, the commit and the dispatch.
-  const plan = await ctx.render.plan(orgId, {
-    webhooks: webhooks.map((w) => w.stored),
-    events,
-    now,
-    filter: 'live',
-    buffer: true,
-  });
+  // event loop keeps the reads, the commit and the dispatch. The pool gets only the webhooks that subscribe to one
+  // of these events' actions and were active before one of them came.
+  const candidates = mayChoose(webhooks, events, 'live');
+  const plan =
+    candidates.length === 0
+      ? emptyPlan()
+      : await ctx.render.plan(orgId, { webhooks: candidates.map((w) => w.stored), events, now, filter: 'live', buffer: true });
   const { deliveries, batchItems, broken } = plan;
   const batched = new Map(plan.batched);
 

@@ -4,7 +4,7 @@ import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import { openBody } from './stored-body';
 import { sampleEvent } from './payload-template';
 import { toLiveWebhook } from '../webhook-configs';
-import { planDeliveries, planSlice, emptyPlan, mergePlan, type PlanEvent, type PlanInput, type PlanProgress } from './plan';
+import { planDeliveries, planSlice, emptyPlan, mayChoose, mergePlan, type PlanEvent, type PlanInput, type PlanProgress } from './plan';
 
 const box = new SecretBox(DEVELOPMENT_ENCRYPTION_KEY);
 const orgId = '5e1d0000-0000-4000-8000-00000000a001';
@@ -98,5 +98,32 @@ describe('planSlice', () => {
     expect(slices).toBe(2 * 7 * 2); // match and render each event, for each webhook
     const view = (p: typeof whole) => p.deliveries.map((d) => [d.webhookId, d.eventIds, d.body, d.status]);
     expect(view(sliced)).toEqual(view(whole));
+  });
+});
+
+describe('mayChoose', () => {
+  it('hands a plan only the webhooks whose subscription and activeSince let them choose an event, and the plan is the same', () => {
+    const all = storedWebhook({ events: ['*'] });
+    const created = storedWebhook({ events: ['policy.created'] });
+    const other = storedWebhook({ events: ['user.login'] });
+    const late = storedWebhook({ events: ['*'], activeSince: now });
+    const filtered = storedWebhook({ events: ['gateway.tool.error'], condition: 'event.actor_id == "nobody"' });
+    const webhooks = [all, created, other, late, filtered];
+    const batch = events(4);
+
+    // The condition is the render thread's to evaluate: a subscribed webhook goes, whatever its condition.
+    expect(mayChoose(webhooks, batch, 'live')).toEqual([all, created, filtered]);
+    // Replay ignores activeSince; a batch flush takes every event already chosen.
+    expect(mayChoose(webhooks, batch, 'replay')).toEqual([all, created, late, filtered]);
+    expect(mayChoose(webhooks, batch, 'all')).toEqual(webhooks);
+    // One event received after a late webhook became active is enough for it to be handed the plan.
+    expect(mayChoose([late], [...batch, ...events(1, new Date(now.getTime() + 1))], 'live')).toEqual([late]);
+    expect(mayChoose([other], batch, 'live')).toEqual([]);
+
+    const whole = planDeliveries({ webhooks, events: batch, now, filter: 'live', buffer: true }, deps);
+    const narrowed = planDeliveries({ webhooks: mayChoose(webhooks, batch, 'live'), events: batch, now, filter: 'live', buffer: true }, deps);
+    const shape = (plan: typeof whole) => plan.deliveries.map((d) => [d.webhookId, d.eventIds, d.status]);
+    expect(shape(narrowed)).toEqual(shape(whole));
+    expect(whole.deliveries.length).toBeGreaterThan(0);
   });
 });

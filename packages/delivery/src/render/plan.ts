@@ -4,7 +4,7 @@ import type { RenderedEvent } from './bodies';
 import { failedDelivery, packDeliveries, type PreparedDelivery } from './prepare';
 import { deliveryError } from '../state/delivery-error';
 import type { AuditEventData } from './envelope';
-import type { LiveWebhook } from '../webhook-configs';
+import type { LiveWebhook, VersionedWebhook } from '../webhook-configs';
 
 /** One event to plan, with the instant it was received (fan-out delivers only what came after activeSince). */
 export interface PlanEvent {
@@ -22,8 +22,11 @@ export type PlanFilter = 'live' | 'replay' | 'all';
 
 /** What a plan works on: only plain data, so that it crosses to a render thread by structured clone. */
 export interface PlanInput {
-  /** Stored rows, secrets still encrypted: each thread decrypts and compiles its own copy. */
-  webhooks: StoredWebhook[];
+  /**
+   * Stored rows, secrets still encrypted: each thread decrypts and compiles its own copy, once per version (a row
+   * that carries its version key is not hashed again).
+   */
+  webhooks: VersionedWebhook[];
   events: PlanEvent[];
   now: Date;
   filter: PlanFilter;
@@ -70,7 +73,7 @@ export interface PlanSlice {
 export interface PlanDeps {
   box: SecretBox;
   /** The compiled, decrypted webhook of a stored row (a thread caches them). */
-  live(stored: StoredWebhook): LiveWebhook;
+  live(stored: VersionedWebhook): LiveWebhook;
   /** The slice ends at the first check past this instant (ms since the epoch); it always does one unit of work. */
   until: number;
   clock?: () => number;
@@ -95,6 +98,20 @@ function chosen(webhook: LiveWebhook, event: PlanEvent, filter: PlanFilter): boo
   if (!subscribes(webhook, event.data.action)) return false;
   if (filter === 'live' && event.receivedAt <= webhook.activeSince) return false;
   return webhook.matches(event.data);
+}
+
+/**
+ * The webhooks that may get any of `events` under `filter`, judged by what a plan checks before the condition (the
+ * subscription, and for `live` the instant each became active): those a plan must be handed. The rest would choose
+ * nothing, so a fan-out of a large organisation carries to the render pool only the webhooks that subscribe to what
+ * happened, and one whose events no webhook subscribes to needs no render task at all.
+ */
+export function mayChoose<W extends Pick<StoredWebhook, 'events' | 'activeSince'>>(webhooks: readonly W[], events: readonly PlanEvent[], filter: PlanFilter): W[] {
+  if (filter === 'all') return [...webhooks];
+  const actions = [...new Set(events.map((event) => event.data.action))];
+  let latest = Number.NEGATIVE_INFINITY;
+  for (const event of events) latest = Math.max(latest, event.receivedAt.getTime());
+  return webhooks.filter((webhook) => actions.some((action) => subscribes(webhook, action)) && (filter !== 'live' || latest > webhook.activeSince.getTime()));
 }
 
 /**

@@ -4,7 +4,7 @@ import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import type { AuditEventData } from './envelope';
 import { renderPreview, type PreviewOutcome, type PreviewRender } from './preview';
 import { renderTestBody, type TestBody } from '../pipeline/test-send';
-import { LiveWebhooks } from '../webhook-configs';
+import { LiveWebhooks, type VersionedWebhook } from '../webhook-configs';
 import { planSlice, type PlanInput, type PlanProgress, type PlanSlice } from './plan';
 
 /** What the pool hands a thread at start (piscina's workerData). */
@@ -32,7 +32,7 @@ export interface TestTask {
 
 const box = new SecretBox((workerData as RenderThreadData).encryptionKey);
 const webhooks = new LiveWebhooks(box);
-const live = (stored: StoredWebhook) => webhooks.of(stored);
+const live = (stored: VersionedWebhook) => webhooks.of(stored);
 
 /** Answers once this thread's code is loaded (RenderPool.warm). */
 export function ping(): true {
