@@ -5,11 +5,18 @@
 //     (bench/slow-templates.ts: each render calibrated to well under the 1 s budget here);
 //  2. while org A sends events steadily to six webhooks whose six receivers (six origins) accept the connection
 //     and never answer, over a window past the default timeout and the first retry.
+//  3. while org L, whose 1,000 webhooks subscribe to other actions but one, sends events steadily: what a large
+//     organisation's configuration costs the worker on every fan-out.
 // And the API's own /healthz latency (p99 and max) while clients call POST /webhooks/preview with a slow template
 // over many events and POST /webhooks/{id}/test of a stored template slow on the test event, each client with a
 // key of its own at a rate under the management API throttle (CONTRACT 14: 50/s per key by default).
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { arrivalLatencies, DEFAULT_TIMEOUT_MS, EVENT, figure, hangWindowSeconds, missingNote, ms, withRig, type Latencies, type Rig } from './delivery';
+import { SecretBox } from '@gatehook/core/encryption';
+import { maskUrl } from '@gatehook/core/masking';
+import type { ServiceProcess } from '@gatehook/testkit/processes';
+import { cpuMs } from './cost';
+import { ACTION, arrivalLatencies, DEFAULT_TIMEOUT_MS, EVENT, figure, hangWindowSeconds, missingNote, ms, withRig, type Latencies, type Rig } from './delivery';
 import { SAMPLE_EVENT } from './expressions';
 import { percentile, type Figure } from './measure';
 import { load } from './ratelimit';
@@ -28,6 +35,11 @@ const SLOW_RENDER_MS = 600;
 /** Org A's webhooks (each its own receiver, never answering) and the events/s it sends to all of them. */
 const HANGING_ORIGINS = 6;
 const HANGING_RATE = 10;
+/** Org L's webhooks, how many of them subscribe to the action it sends, and its events/s. */
+const LARGE_WEBHOOKS = 1000;
+const LARGE_RATE = 100;
+/** What L's other webhooks subscribe to: actions of the catalogue other than the one it sends. */
+const OTHER_ACTIONS = ['gateway.tool.called', 'gateway.tool.denied', 'policy.updated', 'policy.deleted', 'tag.created'].filter((action) => action !== ACTION);
 /** /healthz probes per second, and the least time they are measured. */
 const HEALTH_RATE = 50;
 const HEALTH_SECONDS = 5;
@@ -125,7 +137,51 @@ async function hangingOriginFigures(rig: Rig, measureB: MeasureB, seconds: numbe
   );
 }
 
-/** Figure 3: /healthz during preview and test-send abuse. */
+/**
+ * Writes `count` webhooks of `orgId` to `receiver` straight into the database, each subscribed to one of
+ * OTHER_ACTIONS, with every secret encrypted as the API would (so each worker opens them as it opens any): creating
+ * them through the API at its defaults would take the management throttle's 20 s.
+ */
+async function seedWebhooks(rig: Rig, orgId: string, url: (path: string) => string, count: number): Promise<void> {
+  const box = new SecretBox(rig.encryptionKey);
+  const now = new Date();
+  const data = Array.from({ length: count }, (_, i) => {
+    const id = randomUUID();
+    const target = url(`/other-${i}`);
+    return {
+      id, orgId, name: `other ${i}`, events: [OTHER_ACTIONS[i % OTHER_ACTIONS.length]!], varNames: [], headerNames: [],
+      urlEncrypted: box.encrypt(target, { column: 'webhooks.url_encrypted', row: id }), urlMask: maskUrl(target),
+      secretEncrypted: box.encrypt(`whsec_${Buffer.from(id).toString('base64')}`, { column: 'webhooks.secret_encrypted', row: id }),
+      activeSince: now, createdAt: now,
+    };
+  });
+  for (let i = 0; i < data.length; i += 250) await rig.db.webhook.createMany({ data: data.slice(i, i + 250) });
+}
+
+/** Figure 3: org L, 1,000 webhooks of which one subscribes to what it sends. */
+async function largeOrgFigures(rig: Rig, worker: ServiceProcess, measureB: MeasureB, seconds: number): Promise<Figure[]> {
+  const window = Math.max(seconds, B_SECONDS);
+  const quiet = await measureB(window);
+  const l = await rig.org();
+  const receiver = await rig.receiver();
+  await seedWebhooks(rig, l.orgId, receiver.url, LARGE_WEBHOOKS - 1);
+  // Created through the API last: its change makes every process reload L's webhooks, the seeded ones with it.
+  const hook = await l.webhook(receiver.url('/large'));
+  const cpuBefore = cpuMs(worker.pid);
+  const lLoad = steadyLoad(LARGE_RATE, () => l.ingest(1));
+  const busy = await measureB(window);
+  const sent = await lLoad.stop();
+  const workerCpu = cpuMs(worker.pid) - cpuBefore;
+  const delivered = await rig.db.delivery.count({ where: { orgId: l.orgId, webhookId: hook.id } });
+  await rig.db.webhook.deleteMany({ where: { orgId: l.orgId } });
+  return gainFigures(
+    (p) => `org B's ingest → receiver p${p} at ${B_RATE} single events/s while org L, with ${LARGE_WEBHOOKS.toLocaleString('en-US')} webhooks of which 1 subscribes to what it sends, sends ${LARGE_RATE} events/s (1 worker; bar: B gains ≤ ${GAIN_BAR_MS} ms; lower is better)`,
+    quiet, busy,
+    `L sent ${sent.sent} (${sent.failed} refused), ${delivered} deliveries made by the end of B's window; the worker's CPU over that window ${(workerCpu / Math.max(1, sent.sent)).toFixed(2)} ms per event of L (B's included); L's other webhooks written to the database, not through the API`,
+  );
+}
+
+/** Figure 4: /healthz during preview and test-send abuse. */
 async function healthzFigures(rig: Rig, seconds: number): Promise<Figure[]> {
   const window = Math.max(seconds, HEALTH_SECONDS);
   const health = { url: `${rig.api}/healthz`, method: 'GET', headers: {}, mode: 'open', rate: HEALTH_RATE, seconds: window };
@@ -161,13 +217,18 @@ async function healthzFigures(rig: Rig, seconds: number): Promise<Figure[]> {
 /** Every fairness figure; one stack (API and 1 worker at their defaults), torn down at the end whatever happens. */
 export async function fairnessFigures(seconds: number): Promise<Figure[]> {
   return withRig(async (rig) => {
-    await rig.startWorker();
+    const worker = await rig.startWorker();
     const b = await rig.org();
     const bReceiver = await rig.receiver();
     await b.webhook(bReceiver.url('/b'));
     // With an endpoint that never answers in the picture, B's events may take up to the timeout and more.
     const measureB: MeasureB = (window, fromNow = false) =>
       arrivalLatencies([bReceiver], B_RATE, window, () => b.ingest(1), { warmupSeconds: fromNow ? 0 : B_WARMUP_SECONDS, settleMs: 2 * DEFAULT_TIMEOUT_MS });
-    return [...(await slowTemplateFigures(rig, measureB, seconds)), ...(await hangingOriginFigures(rig, measureB, seconds)), ...(await healthzFigures(rig, seconds))];
+    return [
+      ...(await slowTemplateFigures(rig, measureB, seconds)),
+      ...(await hangingOriginFigures(rig, measureB, seconds)),
+      ...(await largeOrgFigures(rig, worker, measureB, seconds)),
+      ...(await healthzFigures(rig, seconds)),
+    ];
   });
 }
