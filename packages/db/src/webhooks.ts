@@ -38,10 +38,36 @@ function toStoredWebhook(r: Row): StoredWebhook {
   };
 }
 
-/** Every webhook of an organisation, whatever its status (the engine's per-organisation configuration). */
-export async function loadOrgWebhooks(pool: Pool, orgId: string): Promise<StoredWebhook[]> {
-  const { rows } = await pool.query<Row>({ name: 'load_org_webhooks', text: `SELECT ${COLUMNS} FROM webhooks WHERE org_id = $1`, values: [orgId] });
-  return rows.map(toStoredWebhook);
+/**
+ * The version of a webhook's row as the engine reads it: a SHA-256 of exactly the columns of StoredWebhook, so any
+ * change to one of them, by whatever statement, makes a new version, and nothing else does.
+ */
+const VERSION = `encode(sha256(convert_to(row(${COLUMNS})::text, 'UTF8')), 'base64')`;
+
+/** A webhook's id and the version of its row (see {@link VERSION}). */
+export interface WebhookVersion {
+  id: string;
+  version: string;
+}
+
+/**
+ * Every webhook of an organisation, whatever its status (the engine's per-organisation configuration), as its id and
+ * the version of its row only: a process that keeps each version it has opened reads in full only the rows whose
+ * version it has not seen ({@link loadWebhookVersions}).
+ */
+export async function loadOrgWebhookVersions(pool: Pool, orgId: string): Promise<WebhookVersion[]> {
+  const { rows } = await pool.query<WebhookVersion>({ name: 'load_org_webhook_versions', text: `SELECT id, ${VERSION} AS version FROM webhooks WHERE org_id = $1`, values: [orgId] });
+  return rows;
+}
+
+/** These webhooks of an organisation in full, each with the version of the row read (it may be newer than one listed before). */
+export async function loadWebhookVersions(pool: Pool, orgId: string, ids: readonly string[]): Promise<{ webhook: StoredWebhook; version: string }[]> {
+  const { rows } = await pool.query<Row & { version: string }>({
+    name: 'load_webhook_versions',
+    text: `SELECT ${COLUMNS}, ${VERSION} AS version FROM webhooks WHERE org_id = $1 AND id = ANY($2::uuid[])`,
+    values: [orgId, ids],
+  });
+  return rows.map((row) => ({ webhook: toStoredWebhook(row), version: row.version }));
 }
 
 /** One webhook by id, or null. */

@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { DEVELOPMENT_ENCRYPTION_KEY } from '@gatehook/core/config';
 import { SecretBox, type SecretPlace } from '@gatehook/core/encryption';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
-import { LiveWebhooks } from './webhook-configs';
+import { createDb, sqlPool } from '@gatehook/db/client';
+import { TEST_DATABASE_URL } from '@gatehook/testkit/env';
+import { LiveWebhooks, WebhookConfigs } from './webhook-configs';
 
 /** A SecretBox that counts its decryptions: how many webhooks were opened. */
 class CountingBox extends SecretBox {
@@ -71,5 +74,67 @@ describe('LiveWebhooks', () => {
     expect(thread.of(stored)).toBe(inThread);
     expect(thread.of(structuredClone(handed))).toBe(inThread);
     expect(box.decryptions).toBe(again);
+  });
+});
+
+describe('WebhookConfigs', () => {
+  const db = createDb(TEST_DATABASE_URL, { poolSize: 2 });
+  afterAll(() => db.$disconnect());
+
+  async function seed(orgId: string, count: number): Promise<string[]> {
+    await db.organization.create({ data: { id: orgId, name: 'configs' } });
+    const ids = Array.from({ length: count }, () => randomUUID());
+    await db.webhook.createMany({
+      data: ids.map((id, i) => ({
+        id, orgId, name: `hook ${i}`, events: ['*'], varNames: [], headerNames: [], urlMask: 'https://receiver.example/…',
+        urlEncrypted: box.encrypt(`https://receiver.example/${i}`, { column: 'webhooks.url_encrypted', row: id }),
+        secretEncrypted: box.encrypt('whsec_dGVzdA==', { column: 'webhooks.secret_encrypted', row: id }),
+        activeSince: new Date('2026-01-01T00:00:00.000Z'),
+      })),
+    });
+    return ids;
+  }
+
+  it('reloads an organisation by the versions of its rows, reading in full only the rows that changed', async () => {
+    const orgId = randomUUID();
+    const ids = await seed(orgId, 4);
+    const configs = new WebhookConfigs(db, box);
+    const pool = sqlPool(db);
+    const queries = jest.spyOn(pool, 'query');
+    const fullReads = () =>
+      queries.mock.calls.flatMap(([config]) => {
+        const { name, values } = config as unknown as { name?: string; values?: unknown[] };
+        return name === 'load_webhook_versions' ? [values![1] as string[]] : [];
+      });
+    try {
+      const first = await configs.ofOrg(orgId);
+      expect(first.map((w) => w.id).sort()).toEqual([...ids].sort());
+      expect(fullReads()).toEqual([expect.arrayContaining(ids)]);
+
+      // Changes made by statements, as a circuit breaker's disable or the API's edit would: every changed column is a
+      // new version, whatever it is; the unchanged rows are neither read in full nor opened again.
+      const [renamed, paused, unchanged, deleted] = ids as [string, string, string, string];
+      await pool.query(`UPDATE webhooks SET name = 'renamed' WHERE id = $1`, [renamed]);
+      await pool.query(`UPDATE webhooks SET status = 'paused' WHERE id = $1`, [paused]);
+      await pool.query(`DELETE FROM webhooks WHERE id = $1`, [deleted]);
+      queries.mockClear();
+      const decryptions = box.decryptions;
+      configs.invalidate(orgId);
+      const second = new Map((await configs.ofOrg(orgId)).map((w) => [w.id, w]));
+      expect([...second.keys()].sort()).toEqual([renamed, paused, unchanged].sort());
+      expect(second.get(renamed)!.name).toBe('renamed');
+      expect(second.get(paused)!.status).toBe('paused');
+      expect(second.get(unchanged)).toBe(first.find((w) => w.id === unchanged));
+      expect(fullReads().map((read) => [...read].sort())).toEqual([[renamed, paused].sort()]);
+      expect(box.decryptions - decryptions).toBe(4); // two webhooks, a URL and a secret each
+
+      // Nothing changed: the reload reads versions only.
+      queries.mockClear();
+      configs.invalidate(orgId);
+      expect((await configs.ofOrg(orgId)).map((w) => w.id).sort()).toEqual([renamed, paused, unchanged].sort());
+      expect(fullReads()).toEqual([]);
+    } finally {
+      queries.mockRestore();
+    }
   });
 });
