@@ -141,7 +141,7 @@ async function hangingOriginFigures(rig: Rig, measureB: MeasureB, seconds: numbe
 }
 
 /**
- * Writes `count` webhooks of `orgId` to `receiver` straight into the database, each subscribed to one of
+ * Writes `count` webhooks of `orgId`, one path of `url` each, straight into the database, each subscribed to one of
  * OTHER_ACTIONS, with every secret encrypted as the API would (so each worker opens them as it opens any): creating
  * them through the API at its defaults would take the management throttle's 20 s.
  */
@@ -172,7 +172,6 @@ async function largeOrgFigures(rig: Rig, worker: ServiceProcess, measureB: Measu
   const hook = await l.webhook(receiver.url('/large'));
   const lLoad = steadyLoad(LARGE_RATE, () => l.ingest(1));
   let cpuBefore = cpuMs(worker.pid);
-  let eventsBefore = 0;
   const busy = await measureB(window);
   let workerCpu = cpuMs(worker.pid) - cpuBefore;
   let delivered = await rig.db.delivery.count({ where: { orgId: l.orgId, webhookId: hook.id } });
@@ -185,7 +184,7 @@ async function largeOrgFigures(rig: Rig, worker: ServiceProcess, measureB: Measu
     if (!response.ok) throw new Error(`PATCH: ${response.status}`);
   };
   cpuBefore = cpuMs(worker.pid);
-  eventsBefore = delivered;
+  const eventsBefore = delivered;
   const edits = steadyLoad(LARGE_EDIT_RATE, rename);
   const edited = await measureB(window);
   const renamed = await edits.stop();
