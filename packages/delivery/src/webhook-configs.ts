@@ -25,8 +25,8 @@ export const WEBHOOK_CONFIG_TTL_MS = 60_000;
 export const WEBHOOKS_TOPIC = 'webhooks';
 
 /**
- * A stored row with the key of its version (LiveWebhooks): its id and a SHA-256 of the row as stored. `version` is
- * absent on a row read straight from the database; LiveWebhooks computes it then.
+ * A stored row with the key of its version (LiveWebhooks): its id and a SHA-256 of its columns, which Postgres
+ * computes for the worker's reloads (loadLive). A row without one (a test send's) is hashed by LiveWebhooks.
  */
 export type VersionedWebhook = StoredWebhook & { version?: string };
 
