@@ -106,6 +106,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     announce: (orgId) => publishInvalidation(producer, prefix, WEBHOOKS_TOPIC, [orgId]),
     batchLingerMs: config.BATCH_LINGER_MS,
     logger,
+    onStage: (stage, seconds) => metrics.stages.observe({ stage }, seconds),
   };
   const attemptDeps: AttemptDeps = {
     ...context,

@@ -9,6 +9,8 @@ export interface WorkerMetrics {
   registry: Registry;
   deliveries: Counter<'outcome'>;
   attempts: Histogram<'result'>;
+  /** Where a delivery's latency goes: `ingest`, `fanout` and `send` (DeliveryStage). */
+  stages: Histogram<'stage'>;
   reenqueued: Counter<'kind'>;
   fanoutFailures: Counter<'outcome'>;
   /** Runs of periodic work (reconcile, retention) this worker made, by outcome. */
@@ -38,6 +40,13 @@ export function createWorkerMetrics(queues: DeliveryQueues, pool: Pool): WorkerM
     help: 'Duration of delivery attempts, by result class (2xx, 4xx, 5xx, error)',
     labelNames: ['result'],
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
+    registers: [registry],
+  });
+  const stages = new Histogram({
+    name: 'gatehook_delivery_stage_seconds',
+    help: 'Time spent per stage of a delivery: ingest (accepted to fan-out started), fanout (fan-out started to first attempt started), send (attempt started to answer)',
+    labelNames: ['stage'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [registry],
   });
   const reenqueued = new Counter({
@@ -115,7 +124,7 @@ export function createWorkerMetrics(queues: DeliveryQueues, pool: Pool): WorkerM
   });
   registerStatementMetric(registry);
   return {
-    registry, deliveries, attempts, reenqueued, fanoutFailures, periodicRuns, queueWorkerRestarts, redisErrors,
+    registry, deliveries, attempts, stages, reenqueued, fanoutFailures, periodicRuns, queueWorkerRestarts, redisErrors,
     watchRoom(admission) {
       room = admission;
     },

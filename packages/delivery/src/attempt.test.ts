@@ -64,7 +64,7 @@ describe('AttemptRunner and the leases it gives back', () => {
     const runner = new AttemptRunner(runnerDeps);
     const orgId = randomUUID(); // no webhooks: each delivery is cancelled (webhook_deleted), and its lease given back
     await runnerDeps.configs.ofOrg(orgId);
-    const delivery = (): RunnableDelivery => ({ id: randomUUID(), orgId, webhookId: randomUUID(), status: 'pending', cycleAttempts: 0, throttledStreak: 0, bodyEncrypted: 'x', body: 'x', contentType: 'application/json', leasedUntil: new Date(Date.now() + 60_000) });
+    const delivery = (): RunnableDelivery => ({ id: randomUUID(), orgId, webhookId: randomUUID(), status: 'pending', cycleAttempts: 0, throttledStreak: 0, bodyEncrypted: 'x', body: 'x', contentType: 'application/json', leasedUntil: new Date(Date.now() + 60_000), awaitingFirstSince: null });
     const query = jest.spyOn(runnerDeps.pool, 'query');
     const runs = await Promise.all(Array.from({ length: 12 }, () => runner.runLeased([delivery()], Date.now() + 1000, orgId)));
     expect(runs.every((r) => r.cancelled === 1)).toBe(true);
@@ -110,7 +110,7 @@ describe('prepareRequest', () => {
   const deliveryId = randomUUID();
   const delivery: RunnableDelivery = {
     id: deliveryId, orgId: webhook.orgId, webhookId: webhook.id, status: 'pending', cycleAttempts: 0, throttledStreak: 0,
-    bodyEncrypted: sealBody(box, body, deliveryId, webhook), contentType: 'application/json', leasedUntil: new Date(Date.now() + 10_000),
+    bodyEncrypted: sealBody(box, body, deliveryId, webhook), contentType: 'application/json', leasedUntil: new Date(Date.now() + 10_000), awaitingFirstSince: null,
   };
   const now = new Date();
 

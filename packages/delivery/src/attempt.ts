@@ -214,6 +214,7 @@ export class AttemptRunner {
       }
     }
     const startedAt = new Date();
+    if (delivery.awaitingFirstSince) deps.onStage?.('fanout', Math.max(0, startedAt.getTime() - delivery.awaitingFirstSince.getTime()) / 1000);
     let result: SendResult;
     // What the scheduler learns of the receiver: nothing when the request was never sent.
     let answered: SendResult | undefined;
@@ -237,6 +238,7 @@ export class AttemptRunner {
       turn.release(answered);
     }
     deps.onAttempt?.({ durationMs: result.durationMs, statusCode: result.statusCode, error: result.error });
+    deps.onStage?.('send', result.durationMs / 1000);
 
     const finishedAt = new Date();
     const next = decideNextState(

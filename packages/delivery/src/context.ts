@@ -7,6 +7,13 @@ import type { RenderPool } from './render/pool';
 import type { WebhookConfigs } from './webhook-configs';
 import type { WebhookAnnouncer } from './state/webhook';
 
+/**
+ * The stages of a delivery's latency an operator watches (`gatehook_delivery_stage_seconds`): `ingest` from the
+ * event's acceptance to the start of its fan-out, `fanout` from then (the delivery's creation) to the start of its
+ * first attempt, `send` from an attempt's start to its answer.
+ */
+export type DeliveryStage = 'ingest' | 'fanout' | 'send';
+
 /** What fan-out, batch flushes and attempts share in one worker process. */
 export interface EngineContext {
   db: Db;
@@ -22,4 +29,6 @@ export interface EngineContext {
   logger?: Logger;
   /** Runs fresh deliveries' first attempts in this process; without it they are queued. */
   local?: LocalRuns;
+  /** Reports how long a delivery spent in one stage of its latency (metrics). */
+  onStage?: (stage: DeliveryStage, seconds: number) => void;
 }

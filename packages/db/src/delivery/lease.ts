@@ -18,6 +18,8 @@ export interface LeasedDelivery {
   bodyEncrypted: string | null;
   contentType: string | null;
   leasedUntil: Date;
+  /** When the delivery was created, while it has had no attempt yet (the `fanout` stage of its latency); else null. */
+  awaitingFirstSince: Date | null;
 }
 
 // deliveries is partitioned by id (docs/database.md, "Partitioned history"). Every statement here names its ids as
@@ -28,7 +30,7 @@ export interface LeasedDelivery {
 
 type LeasedRow = {
   id: string; org_id: string; webhook_id: string; status: QueuedStatus; cycle_attempts: number; throttled_streak: number;
-  body_encrypted: string | null; content_type: string | null;
+  body_encrypted: string | null; content_type: string | null; awaiting_first_since: Date | null;
 };
 
 /**
@@ -46,7 +48,8 @@ export async function leaseDeliveries(pool: Pool, ids: readonly string[], now: D
     text: `UPDATE deliveries SET leased_until = $3
            WHERE id = ANY($1::uuid[]) AND ${guard.queued('')} AND next_retry_at <= $2
              AND (leased_until IS NULL OR leased_until < $2)
-           RETURNING id, org_id, webhook_id, status, cycle_attempts, throttled_streak, body_encrypted, content_type`,
+           RETURNING id, org_id, webhook_id, status, cycle_attempts, throttled_streak, body_encrypted, content_type,
+                     CASE WHEN attempt_count = 0 THEN created_at END AS awaiting_first_since`,
     values: [ids, now.toISOString(), until.toISOString()],
   });
   return rows.map((r) => ({
@@ -59,6 +62,7 @@ export async function leaseDeliveries(pool: Pool, ids: readonly string[], now: D
     bodyEncrypted: r.body_encrypted,
     contentType: r.content_type,
     leasedUntil: until,
+    awaitingFirstSince: r.awaiting_first_since,
   }));
 }
 

@@ -97,7 +97,7 @@ describe('LocalDispatcher', () => {
     expect(run.leaseUntil.getTime()).toBeGreaterThan(Date.now());
     const id = randomUUID();
     // The commit created one of the two deliveries (the other's event was claimed by a racing fan-out).
-    run.start([{ id, orgId: randomUUID(), webhookId: randomUUID(), status: 'pending', cycleAttempts: 0, throttledStreak: 0, bodyEncrypted: 'x', contentType: 'application/json', leasedUntil: run.leaseUntil }]);
+    run.start([{ id, orgId: randomUUID(), webhookId: randomUUID(), status: 'pending', cycleAttempts: 0, throttledStreak: 0, bodyEncrypted: 'x', contentType: 'application/json', leasedUntil: run.leaseUntil, awaitingFirstSince: null }]);
     run.cancel(); // after start: gives back nothing its run holds
     expect(given).toEqual([[id]]);
     expect(admission.inUse).toBe(1);

@@ -24,6 +24,7 @@ export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readon
   }
   const events = await readPendingEvents(ctx.pool, orgId, eventIds);
   if (events.length === 0) return { events: 0, deliveries: 0 };
+  if (ctx.onStage) for (const e of events) ctx.onStage('ingest', Math.max(0, now.getTime() - e.receivedAt.getTime()) / 1000);
   // Matching, rendering, packing and sealing run in the render pool, fairly shared between organisations; this
   // event loop keeps the reads, the commit and the dispatch. The pool gets only the webhooks that subscribe to one
   // of these events' actions and were active before one of them came.
@@ -49,7 +50,7 @@ export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readon
   const created = new Set(committed.deliveries);
   const due = deliveries.filter((d) => d.status === 'pending' && created.has(d.id));
   if (local) {
-    local.start(due.map((d) => ({ id: d.id, orgId, webhookId: d.webhookId, status: 'pending', cycleAttempts: 0, throttledStreak: 0, bodyEncrypted: d.bodyEncrypted, body: d.body, contentType: d.contentType, leasedUntil: local.leaseUntil })));
+    local.start(due.map((d) => ({ id: d.id, orgId, webhookId: d.webhookId, status: 'pending', cycleAttempts: 0, throttledStreak: 0, bodyEncrypted: d.bodyEncrypted, body: d.body, contentType: d.contentType, leasedUntil: local.leaseUntil, awaitingFirstSince: now })));
   } else await ctx.queues.deliverNow(due.map((d) => d.id), orgId);
   if (committed.claimed.length > 0) {
     for (const webhookId of broken) await disableWebhook(ctx, orgId, webhookId, 'template_error');
