@@ -40,6 +40,7 @@ const OVERLOAD_ERRORS: ReadonlySet<string> = new Set<SendErrorCode>(['timeout', 
  */
 export class AdaptiveLimit {
   private value: number;
+  private lastSignal: AnswerSignal | undefined;
 
   constructor(
     readonly max: number,
@@ -53,8 +54,17 @@ export class AdaptiveLimit {
     return Math.floor(this.value);
   }
 
+  /**
+   * Whether the limit is climbing: the receiver's latest answer that said anything of its capacity was quick, so
+   * each answer to come raises the limit by one while it is busy (it doubles with each round of answers).
+   */
+  get growing(): boolean {
+    return this.lastSignal === 'quick' && this.value < this.max;
+  }
+
   /** Feeds one finished attempt; `inFlight` counts the requests in flight when it finished, itself included. */
   update(signal: AnswerSignal, inFlight: number): void {
+    if (signal !== 'ignored') this.lastSignal = signal;
     if (signal === 'quick') {
       if (inFlight * 2 >= this.current) this.value = Math.min(this.max, this.value + 1);
     } else if (signal === 'overloaded') {

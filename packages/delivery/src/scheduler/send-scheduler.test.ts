@@ -266,6 +266,31 @@ describe('SendScheduler', () => {
     expect(more.turnedAway).toHaveLength(0);
   });
 
+  it('a fresh receiver whose first answers are slowish but 2xx: its burst is judged by the limit it climbs to, not turned away', async () => {
+    // A cold receiver (new TLS sessions, a process warming up) answers its first requests in a couple of hundred ms.
+    // Judged by its starting limit of 2, a line of 100 could not be served within the 2 s deadline (100 / 3 × 200 ms);
+    // its limit climbs with each quick answer towards the ceiling (50), at which the line goes in 100 / 50 × 200 ms.
+    const scheduler = new SendScheduler({ slots: 300, endpointMax: 50, originMax: 0 });
+    const to = target('A', 'cold');
+    const burst = requests(scheduler, to, 100, Date.now() + 2_000);
+    await settle();
+    expect(burst.granted).toHaveLength(INITIAL_ENDPOINT_LIMIT);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const turn of burst.granted.slice(0, INITIAL_ENDPOINT_LIMIT)) turn.release({ ...quick, durationMs: 200 });
+    await settle();
+    expect(burst.turnedAway).toHaveLength(0);
+    expect(burst.granted.length).toBeGreaterThan(INITIAL_ENDPOINT_LIMIT);
+
+    // A receiver that is out of breath (503) is judged by its limit as it stands: the excess goes at once.
+    const tired = target('A', 'tired');
+    const second = requests(scheduler, tired, 100, Date.now() + 2_000);
+    await settle();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const turn of second.granted.slice(0, INITIAL_ENDPOINT_LIMIT)) turn.release({ statusCode: 503, error: null, durationMs: 200 });
+    await settle();
+    expect(second.turnedAway.length).toBeGreaterThan(0);
+  });
+
   it('recalls nothing when a slot is handed back unused (a paced request refused its turn)', async () => {
     const recalls: string[][] = [];
     const scheduler = new SendScheduler({ slots: 50, endpointMax: 2, originMax: 0, recall: (ids) => recalls.push(ids) });

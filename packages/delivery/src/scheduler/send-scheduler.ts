@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { AdaptiveLimit, answerSignal } from './adaptive-limit';
+import { AdaptiveLimit, answerSignal, QUICK_ANSWER_MS } from './adaptive-limit';
 
 /** Shortest time a delivery turned away by a full endpoint stays away. */
 export const MIN_TURN_AWAY_MS = 250;
@@ -316,11 +316,20 @@ export class SendScheduler {
     this.turnAwayUnservable(endpoint, now);
   }
 
-  /** Whether the `position`-th waiter of a saturated endpoint can get its turn within `left` ms at its pace. */
+  /**
+   * Whether the `position`-th waiter of a saturated endpoint can get its turn within `left` ms at its pace. A
+   * receiver whose limit is climbing (its answers are quick) is judged by the ceiling it climbs to, not by where its
+   * limit stands: a fresh webhook starts at 2 and doubles with each round of answers, so judged by its starting limit
+   * most of a first burst would be turned away (each delivery back through a waiting job, at least
+   * MIN_TURN_AWAY_MS later) while the limit reaches its ceiling within a few round trips. A waiter the estimate
+   * lets stay still leaves at its deadline if its turn has not come.
+   */
   private canServe(endpoint: Endpoint, position: number, left: number, now: number): boolean {
-    const limit = endpoint.pace.limit.current;
-    if (endpoint.inFlight < limit) return true;
-    return (position / limit) * this.holdEstimate(endpoint, now) <= left;
+    const { limit } = endpoint.pace;
+    if (endpoint.inFlight < limit.current) return true;
+    const hold = this.holdEstimate(endpoint, now);
+    const reachable = limit.growing && hold <= QUICK_ANSWER_MS ? Math.max(limit.current, Math.min(limit.max, this.options.slots)) : limit.current;
+    return (position / reachable) * hold <= left;
   }
 
   /**
