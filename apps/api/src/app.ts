@@ -12,6 +12,7 @@ import { registerStatementMetric } from '@gatehook/db/metrics';
 import type { Sender } from '@gatehook/delivery/render/request';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
 import type { RenderPool } from '@gatehook/delivery/render/pool';
+import { WebhookPace } from '@gatehook/delivery/webhook-pace';
 import { parseCidrList, type HostLookup } from '@gatehook/egress/address-policy';
 import type { RateLimiter } from '@gatehook/ratelimit/limiter';
 import { MemoryCounterStore } from '@gatehook/ratelimit/stores/memory';
@@ -123,7 +124,7 @@ function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; obse
     ...eventTypeRoutes(),
     ...destinationRoutes(deps.render),
     ...auditEventRoutes(ingestDeps),
-    ...deliveryRoutes({ db: deps.db, box: deps.box, queues: deps.queues, send: deps.send, render: deps.render }),
+    ...deliveryRoutes({ db: deps.db, box: deps.box, queues: deps.queues, send: deps.send, render: deps.render, pace: new WebhookPace(deps.redis, { prefix: deps.config.REDIS_PREFIX, logger: deps.logger }) }),
     ...operatorViewRoutes({ db: deps.db, box: deps.box, rotationOverlapSeconds: deps.config.SECRET_ROTATION_OVERLAP_SECONDS }),
     ...taskRoutes({ db: deps.db, queues: deps.queues, retentionDays: deps.config.DELIVERY_RETENTION_DAYS }),
     ...notificationRoutes(deps.db),

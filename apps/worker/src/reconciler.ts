@@ -14,16 +14,29 @@ export interface ReconcilerDeps {
   onReenqueued?: (kind: 'events' | 'deliveries' | 'batches', count: number) => void;
   /** How long committed work may wait before it counts as lost (CONTRACT 6: 10 s and 30 s; tests shorten them). */
   grace?: { eventsMs: number; deliveriesMs: number };
+  /** Where this process's sweep over overdue deliveries stands; one per process, kept across passes. */
+  sweep?: OverdueSweep;
 }
 
 const DEFAULT_GRACE = { eventsMs: 10_000, deliveriesMs: 30_000 };
 const LIMIT = 5000;
 
 /**
+ * A sweep over the overdue deliveries of every organisation, one page of LIMIT per pass in (next_retry_at, id)
+ * order, each pass starting after the last row the previous one read and the sweep starting over once a page comes
+ * back short. However many deliveries one organisation has overdue, every other organisation's are read within one
+ * sweep (overdue / LIMIT passes), never starved by the same oldest rows read in every pass.
+ */
+export class OverdueSweep {
+  after: { at: Date; id: string } | null = null;
+}
+
+/**
  * One reconciler pass: puts back on the queues whatever Postgres says is due but Redis may have lost (a Redis
  * restarted empty, a worker killed mid-job, an API that died between commit and enqueue). Events committed more
  * than 10 s ago and not fanned out (parked ones excepted); deliveries pending or retrying whose next attempt is
- * more than 30 s overdue and not leased; batch items older than the linger plus 10 s. Everything downstream is
+ * more than 30 s overdue, not leased and with no waiting job alive (a page of an {@link OverdueSweep} per pass);
+ * batch items older than the linger plus 10 s. The counts are of what it put back. Everything downstream is
  * idempotent, so a re-enqueue of work that was not lost costs a query and nothing else.
  */
 export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: number; deliveries: number; batches: number }> {
@@ -51,19 +64,26 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: num
     await deps.queues.fanout(orgId, alone, { recovered: true, chunk: 1 });
   }
 
+  const sweep = deps.sweep ?? new OverdueSweep();
+  const after = sweep.after;
   const deliveries = await deps.db.delivery.findMany({
     where: {
       status: { in: [...QUEUED_STATUSES] },
       nextRetryAt: { lt: new Date(now - grace.deliveriesMs) },
-      OR: [{ leasedUntil: null }, { leasedUntil: { lt: new Date(now) } }],
+      AND: [
+        { OR: [{ leasedUntil: null }, { leasedUntil: { lt: new Date(now) } }] },
+        ...(after ? [{ OR: [{ nextRetryAt: { gt: after.at } }, { nextRetryAt: after.at, id: { gt: after.id } }] }] : []),
+      ],
     },
-    select: { id: true, orgId: true },
-    orderBy: { nextRetryAt: 'asc' },
+    select: { id: true, orgId: true, nextRetryAt: true },
+    orderBy: [{ nextRetryAt: 'asc' }, { id: 'asc' }],
     take: LIMIT,
   });
-  // Under each delivery's one waiting job: a delivery still waiting on a busy origin (its job alive, its
-  // next_retry_at old) gets no second job, however many rounds see it overdue.
-  await deps.queues.deliverLater(deliveries.map((d) => ({ id: d.id, dueAt: new Date(now), orgId: d.orgId })));
+  const last = deliveries.at(-1);
+  sweep.after = deliveries.length === LIMIT && last ? { at: last.nextRetryAt!, id: last.id } : null;
+  // Under each delivery's one waiting job: a delivery still waiting on a busy webhook (its job alive, its
+  // next_retry_at old) is neither given a second job nor counted, however many passes see it overdue.
+  const reenqueued = await deps.queues.deliverLost(deliveries.map((d) => ({ id: d.id, orgId: d.orgId })));
 
   const batches = await deps.db.batchItem.findMany({
     where: { createdAt: { lt: new Date(now - deps.batchLingerMs - grace.eventsMs) } },
@@ -74,7 +94,7 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: num
   for (const b of batches) await deps.queues.flushBatch(b.webhookId, 0, round);
   await reconcileTasks(deps, now, round, grace.eventsMs);
 
-  const counts = { events: events.length, deliveries: deliveries.length, batches: batches.length };
+  const counts = { events: events.length, deliveries: reenqueued, batches: batches.length };
   if (counts.events) deps.onReenqueued?.('events', counts.events);
   if (counts.deliveries) deps.onReenqueued?.('deliveries', counts.deliveries);
   if (counts.batches) deps.onReenqueued?.('batches', counts.batches);
