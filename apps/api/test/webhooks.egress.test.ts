@@ -1,7 +1,7 @@
 import { SecretBox } from '@gatehook/core/encryption';
 import { sqlPool } from '@gatehook/db/client';
 import { createTestOrg, startTestApi, type TestApi, type TestOrg } from '@gatehook/testkit/api';
-import { createClientCa } from '@gatehook/testkit/pki';
+import { createClientCa, selfSignedWithKey } from '@gatehook/testkit/pki';
 import { warnExpiringClientCertificates } from '@gatehook/db/webhooks';
 import { CLIENT_CERTIFICATE_WARNING_DAYS } from '@gatehook/egress/client-certificate';
 import { X509Certificate } from 'node:crypto';
@@ -80,6 +80,17 @@ describe('client_certificate (CONTRACT 18)', () => {
     const patched = await patch(id, { client_certificate: certificate });
     expect(patched.status).toBe(422);
     expect(patched.body.error.details[0].path).toBe('client_certificate');
+  });
+
+  it('refuses a client key outside EC P-256/P-384, Ed25519 and RSA 2048-4096 with 422 naming the field', async () => {
+    const weak = selfSignedWithKey('rsa:1024');
+    const created = await api.call('POST', '/webhooks', { key: org.admin, body: { ...base, client_certificate: weak } });
+    expect(created.status).toBe(422);
+    expect(created.body.error.details).toEqual([{ path: 'client_certificate.cert', message: expect.stringMatching(/RSA key of 1024 bits is not supported/) }]);
+    const mixed = await api.call('POST', '/webhooks', { key: org.admin, body: { ...base, client_certificate: { cert: first.certPem, key: weak.key } } });
+    expect(mixed.status).toBe(422);
+    expect(mixed.body.error.details).toEqual([{ path: 'client_certificate.key', message: expect.stringMatching(/RSA key of 1024 bits/) }]);
+    expect(JSON.stringify([created.body, mixed.body])).not.toContain('PRIVATE KEY');
   });
 
   it('warns the organisation once per certificate, 30 days before it expires', async () => {

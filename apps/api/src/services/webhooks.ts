@@ -88,7 +88,7 @@ function clientCertificateColumns(box: SecretBox, id: string, given: ClientCerti
     return { clientCertificateEncrypted: null, clientCertificateFingerprint: null, clientCertificateNotAfter: null, clientCertificateWarnedAt: null };
   }
   const checked = inspectClientCertificate(given);
-  if (!checked.ok) throw validationError([{ path: 'client_certificate', message: checked.message }]);
+  if (!checked.ok) throw validationError([{ path: checked.field ? `client_certificate.${checked.field}` : 'client_certificate', message: checked.message }]);
   return {
     clientCertificateEncrypted: box.encrypt(JSON.stringify({ cert: given.cert, key: given.key }), webhookPlace('webhooks.client_certificate_encrypted', id)),
     clientCertificateFingerprint: checked.summary.fingerprintSha256,
