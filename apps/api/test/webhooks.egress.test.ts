@@ -93,6 +93,27 @@ describe('client_certificate (CONTRACT 18)', () => {
     expect(JSON.stringify([created.body, mixed.body])).not.toContain('PRIVATE KEY');
   });
 
+  it("must be given again or removed when the URL's origin changes, not when only its path does", async () => {
+    const created = await create({ name: 'moving', client_certificate: { cert: first.certPem, key: first.keyPem } });
+    const kept = await patch(created.id, { url: 'https://hooks.example.com/other/path' });
+    expect(kept.status).toBe(200);
+    expect(kept.body.client_certificate.fingerprint_sha256).toBe(fingerprint(first.certPem));
+
+    const refused = await patch(created.id, { url: 'https://siem.example.com/in' });
+    expect(refused.status).toBe(422);
+    expect(refused.body.error.details).toEqual([{ path: 'client_certificate', message: "must be supplied again (or set to null) when the URL's origin changes" }]);
+    expect((await api.call('GET', `/webhooks/${created.id}`, { key: org.admin })).body.url).toMatch(/^https:\/\/hooks\.example\.com\//);
+
+    const moved = await patch(created.id, { url: 'https://siem.example.com/in', client_certificate: { cert: second.certPem, key: second.keyPem } });
+    expect(moved.status).toBe(200);
+    expect(moved.body.client_certificate.fingerprint_sha256).toBe(fingerprint(second.certPem));
+    const removed = await patch(created.id, { url: 'https://hooks.example.com/in', client_certificate: null });
+    expect(removed.status).toBe(200);
+    expect(removed.body.client_certificate).toBeNull();
+    // Without a certificate there is nothing to give again.
+    expect((await patch(created.id, { url: 'https://siem.example.com/in' })).status).toBe(200);
+  });
+
   it('warns the organisation once per certificate, 30 days before it expires', async () => {
     const soon = ca.issue({ commonName: 'soon', notAfter: new Date(Date.now() + 10 * 86_400_000) });
     const created = await create({ name: 'expiring', client_certificate: { cert: soon.certPem, key: soon.keyPem } });
