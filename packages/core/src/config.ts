@@ -5,7 +5,8 @@ import { parseSeed } from './redis';
 
 /**
  * Fixed key used only when NODE_ENV is explicitly `development` or `test`, so that `pnpm start` (which sets
- * `development` when NODE_ENV is unset) works on a fresh machine; never for real data.
+ * `development` when NODE_ENV is unset and the database is on this machine, {@link developerCommandEnv}) works on a
+ * fresh machine; never for real data.
  */
 export const DEVELOPMENT_ENCRYPTION_KEY = 'Z2F0ZWhvb2stZGV2ZWxvcG1lbnQta2V5LW5vdC1zZWM=';
 
@@ -71,11 +72,40 @@ const otlpHeaders = z.string().transform((value, ctx) => {
   return headers;
 });
 
+/** The database a process uses when DATABASE_URL is unset. */
+export const DEFAULT_DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/gatehook';
+
+/**
+ * Whether a Postgres connection string names a database on this machine: a loopback host (`localhost`, 127.0.0.0/8,
+ * `::1`), a Unix socket (a `host` that is a path), or no host at all (libpq's default socket).
+ */
+export function isLocalDatabase(databaseUrl: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(databaseUrl);
+  } catch {
+    return false;
+  }
+  const host = (url.searchParams.get('host') ?? url.hostname).toLowerCase();
+  if (host === '' || host.startsWith('/')) return true;
+  return host === 'localhost' || host === '[::1]' || host === '::1' || /^127(?:\.\d{1,3}){3}$/.test(host);
+}
+
+/**
+ * The environment of the developer commands (`pnpm start`, `pnpm db:migrate`, `pnpm gatehook`): NODE_ENV as set,
+ * and when unset, `development` only if the database is on this machine ({@link isLocalDatabase}); otherwise it
+ * stays unset, which counts as production (no development key, no loopback receivers, no development CA).
+ */
+export function developerCommandEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string | undefined> {
+  if (env.NODE_ENV) return { ...env };
+  return isLocalDatabase(env.DATABASE_URL || DEFAULT_DATABASE_URL) ? { ...env, NODE_ENV: 'development' } : { ...env };
+}
+
 const envSchema = z.object({
   // Unset is treated as production: a deployment that forgot NODE_ENV must not fall back to the development key.
   NODE_ENV: z.enum(['development', 'test', 'production']).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  DATABASE_URL: z.string().min(1).default('postgresql://postgres@127.0.0.1:5432/gatehook'),
+  DATABASE_URL: z.string().min(1).default(DEFAULT_DATABASE_URL),
   REDIS_URL: z.string().min(1).default('redis://127.0.0.1:6379'),
   /** When set, every connection is a Redis Cluster client seeded by these URLs and REDIS_URL is ignored (CONTRACT 16). */
   REDIS_CLUSTER_NODES: clusterNodes.default([]),

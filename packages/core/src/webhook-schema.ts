@@ -85,6 +85,15 @@ const vars = z
     }
   });
 
+/**
+ * Node's own rule for a header value (`http.validateHeaderValue`): tab, visible ASCII, space and U+0080 to U+00FF.
+ * Anything else (CR, LF, NUL, other control characters, a character past U+00FF) makes every request fail with
+ * ERR_INVALID_CHAR before it leaves, so it is refused at save. Written out here because the console shares this
+ * schema in the browser; the test holds it to Node's function for every UTF-16 unit.
+ */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+const HEADER_VALUE_RULE = 'header values may contain only tab, space, visible ASCII and characters up to U+00FF (no CR, LF, NUL or other control characters)';
+
 const headers = z
   .record(z.string(), z.string({ error: 'header values must be strings' }))
   .superRefine((map, ctx) => {
@@ -102,7 +111,7 @@ const headers = z
       }
       lower.add(key.toLowerCase());
       // The value is never echoed: it may be a credential.
-      if (/[\r\n\0]/.test(value)) ctx.addIssue({ code: 'custom', path: [key], message: 'header values may not contain CR, LF or NUL' });
+      if (!HEADER_VALUE.test(value)) ctx.addIssue({ code: 'custom', path: [key], message: HEADER_VALUE_RULE });
       if (value.length > WEBHOOK_LIMITS.headerValueLength) {
         ctx.addIssue({ code: 'custom', path: [key], message: `header values are at most ${WEBHOOK_LIMITS.headerValueLength} characters` });
       }

@@ -1,12 +1,13 @@
-import type { SecretBox } from '@gatehook/core/encryption';
 import { AppError, notFound } from '@gatehook/core/errors';
 import { sqlPool, type Db } from '@gatehook/db/client';
 import { sentRequest, webhookStats } from '@gatehook/db/operator-view';
-import { requestView, type RequestView } from '@gatehook/delivery/request-view';
+import type { RenderPool } from '@gatehook/delivery/render/pool';
+import type { RequestView } from '@gatehook/delivery/request-view';
 
 export interface OperatorViewDeps {
   db: Db;
-  box: SecretBox;
+  /** The API's render pool: request views are decrypted, signed and redacted there, off the event loop. */
+  render: RenderPool;
   /** SECRET_ROTATION_OVERLAP_SECONDS: tells which secrets signed an attempt made around a rotation. */
   rotationOverlapSeconds: number;
 }
@@ -26,7 +27,19 @@ export async function getSentRequest(deps: OperatorViewDeps, orgId: string, webh
   if (!sent) throw notFound('Delivery');
   if (sent.bodyEncrypted === null) throw new AppError('not_found', 'The delivery has no body: it never rendered');
   if (sent.lastAttemptAt === null) throw new AppError('not_found', 'The delivery has not been sent yet');
-  return requestView(deps.box, webhook, { id: deliveryId, createdAt: sent.createdAt, bodyEncrypted: sent.bodyEncrypted, contentType: sent.contentType, attemptAt: sent.lastAttemptAt }, deps.rotationOverlapSeconds);
+  return deps.render.requestView(orgId, {
+    webhook: {
+      id: webhook.id,
+      secretEncrypted: webhook.secretEncrypted,
+      previousSecretEncrypted: webhook.previousSecretEncrypted,
+      previousSecretValidUntil: webhook.previousSecretValidUntil,
+      varsEncrypted: webhook.varsEncrypted,
+      headersEncrypted: webhook.headersEncrypted,
+      secretsChangedAt: webhook.secretsChangedAt,
+    },
+    delivery: { id: deliveryId, createdAt: sent.createdAt, bodyEncrypted: sent.bodyEncrypted, contentType: sent.contentType, attemptAt: sent.lastAttemptAt },
+    rotationOverlapSeconds: deps.rotationOverlapSeconds,
+  });
 }
 
 /** GET /webhooks/{id}/stats: `hours` hourly buckets ending with the current hour, oldest first (CONTRACT 17). */

@@ -88,7 +88,7 @@ function clientCertificateColumns(box: SecretBox, id: string, given: ClientCerti
     return { clientCertificateEncrypted: null, clientCertificateFingerprint: null, clientCertificateNotAfter: null, clientCertificateWarnedAt: null };
   }
   const checked = inspectClientCertificate(given);
-  if (!checked.ok) throw validationError([{ path: 'client_certificate', message: checked.message }]);
+  if (!checked.ok) throw validationError([{ path: checked.field ? `client_certificate.${checked.field}` : 'client_certificate', message: checked.message }]);
   return {
     clientCertificateEncrypted: box.encrypt(JSON.stringify({ cert: given.cert, key: given.key }), webhookPlace('webhooks.client_certificate_encrypted', id)),
     clientCertificateFingerprint: checked.summary.fingerprintSha256,
@@ -217,7 +217,8 @@ export async function getWebhook(deps: WebhookDeps, orgId: string, id: string): 
 /**
  * PATCH /webhooks/{id}: only fields present change; diffs carry masks and names, never secret values. A URL on
  * another origin needs every var and header value again (a map left out of the body keeps every value, so it is
- * refused too), and fails the deliveries rendered for the old receiver in the same transaction (CONTRACT 15).
+ * refused too) and the client certificate again or null, and fails the deliveries rendered for the old receiver in
+ * the same transaction (CONTRACT 15).
  */
 export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string, patch: PatchWebhookInput): Promise<WebhookView> {
   const newUrl = patch.url !== undefined && patch.url !== '' ? patch.url : undefined;
@@ -286,6 +287,10 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
       changes.push({ field, old: storedNames, new: Object.keys(merged) });
       (data as Record<string, unknown>)[namesColumn] = Object.keys(merged);
       (data as Record<string, unknown>)[encryptedColumn] = deps.box.encryptMap(merged, webhookPlace(column, id));
+    }
+    // The client certificate is a credential of the receiver too: on a new origin it is given again or removed.
+    if (originChanged && current.clientCertificateEncrypted !== null && patch.client_certificate === undefined) {
+      mapIssues.push({ path: 'client_certificate', message: "must be supplied again (or set to null) when the URL's origin changes" });
     }
     if (mapIssues.length > 0) throw validationError(mapIssues);
 
