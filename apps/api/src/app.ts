@@ -37,6 +37,7 @@ import { rateLimitRuleRoutes } from './routes/rate-limit-rules';
 import { taskRoutes } from './routes/tasks';
 import { webhookRoutes } from './routes/webhooks';
 import { commitHooks } from './services/commit-hooks';
+import { rateLimitCheck, type RateLimitCheck } from './services/rate-limit-check';
 
 export interface AppDeps {
   config: Config;
@@ -63,15 +64,17 @@ export interface Api {
   app: Express;
   /** What the HTTP server calls: the check path ahead of Express, everything else through the app. */
   listener: RequestListener;
+  /** The rate limit check behind POST /rate-limits/check, for the gRPC interface to share (CONTRACT 19). */
+  check: RateLimitCheck;
 }
 
 /** Builds the API (see {@link Api}). */
 export function createApi(deps: AppDeps): Api {
   const app = createApp(deps);
-  return { app: app.express, listener: withFastPaths(app.fast, app.express, deps.logger, app.observe) };
+  return { app: app.express, listener: withFastPaths(app.fast, app.express, deps.logger, app.observe), check: app.check };
 }
 
-function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; observe: (route: string, status: number, seconds: number) => void } {
+function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; observe: (route: string, status: number, seconds: number) => void; check: RateLimitCheck } {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -89,18 +92,19 @@ function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; obse
   });
   const decisions = new Counter({
     name: 'gatehook_rate_limit_decisions_total',
-    help: 'Rate limit checks by outcome (allowed, denied) and source (memory, redis, fallback, fail_open, fail_closed, no_rules)',
-    labelNames: ['outcome', 'source'],
+    help: 'Rate limit checks by outcome (allowed, denied), source (memory, redis, fallback, fail_open, fail_closed, no_rules) and interface (http, grpc)',
+    labelNames: ['outcome', 'source', 'interface'],
     registers: [registry],
   });
 
   // The gateway's hot paths, answered before Express for their exact URLs (./http/fast-path.ts): the check
   // (CONTRACT 8; docs/rate-limits.md "The check path"), also a route ahead of every middleware below for its other
   // spellings, and ingestion (CONTRACT 6), whose other spellings take its regular route.
-  const check = checkPath({ keys: deps.apiKeys, limiter: deps.limiter, decisions });
-  app.post(CHECK_ROUTE, check.route);
+  const check = rateLimitCheck(deps.limiter, decisions);
+  const checkFast = checkPath({ keys: deps.apiKeys, check });
+  app.post(CHECK_ROUTE, checkFast.route);
   const ingestDeps = { db: deps.db, queues: deps.queues, logger: deps.logger };
-  const fast = [check, ingestionPath(deps.apiKeys, ingestDeps)];
+  const fast = [checkFast, ingestionPath(deps.apiKeys, ingestDeps)];
   const observe = (route: string, status: number, seconds: number) => requestDuration.observe({ method: 'POST', route, status: String(status) }, seconds);
 
   app.use((req, res, next) => {
@@ -136,7 +140,7 @@ function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; obse
       ...(deps.lookup ? { lookup: deps.lookup } : {}),
       hooks,
     }),
-    ...rateLimitCheckRoutes({ limiter: deps.limiter, decisions }),
+    ...rateLimitCheckRoutes({ check }),
     ...rateLimitRuleRoutes({ db: deps.db, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, logger: deps.logger, hooks }),
   ];
   const openapi = buildOpenApi(routes, GATEHOOK_VERSION);
@@ -167,5 +171,5 @@ function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; obse
   app.use(router);
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
-  return { express: app, fast, observe };
+  return { express: app, fast, observe, check };
 }

@@ -9,6 +9,8 @@ describe('parseConfig', () => {
     expect(config.REDIS_URL).toBe('redis://127.0.0.1:6379');
     expect(config.PORT).toBe(3000);
     expect(config.WORKER_PORT).toBe(3001);
+    expect(config.GRPC_PORT).toBe(3002);
+    expect(config.GRPC_TLS_CERT_FILE).toBe('');
     expect(config.REDIS_PREFIX).toBe('gatehook');
     expect(config.DELIVERY_RETRY_SCHEDULE).toEqual([0, 5, 300, 1800, 7200, 18000, 36000, 36000]);
     expect(config.CIRCUIT_BREAKER_SECONDS).toBe(259200);
@@ -30,6 +32,13 @@ describe('parseConfig', () => {
     expect(config.DELIVERY_RETRY_SCHEDULE).toEqual([0, 1, 1, 1, 1, 1, 1, 1]);
     expect(config.REDIS_PREFIX).toBe('gatehook');
     expect(config.startupWarnings.join(' ')).toMatch(/EGRESS_ALLOW_CIDRS/);
+  });
+
+  it('takes GRPC_PORT 0 as off and the gRPC TLS files only as a pair', () => {
+    expect(parseConfig({ NODE_ENV: 'test', GRPC_PORT: '0' }).GRPC_PORT).toBe(0);
+    expect(() => parseConfig({ NODE_ENV: 'test', GRPC_PORT: '70000' })).toThrow(/GRPC_PORT/);
+    expect(parseConfig({ NODE_ENV: 'test', GRPC_TLS_CERT_FILE: '/c.pem', GRPC_TLS_KEY_FILE: '/k.pem' }).GRPC_TLS_KEY_FILE).toBe('/k.pem');
+    expect(() => parseConfig({ NODE_ENV: 'test', GRPC_TLS_CERT_FILE: '/c.pem' })).toThrow(/GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE: set both/);
   });
 
   it('takes an http(s) CONNECT proxy URL and refuses anything else without quoting it (it may carry credentials)', () => {

@@ -118,6 +118,11 @@ const envSchema = z.object({
   QUEUE_WATCHDOG_MS: integer(500, 3_600_000).default(30_000),
   PORT: integer(0, 65535).default(3000),
   WORKER_PORT: integer(0, 65535).default(3001),
+  /** The API's gRPC port for Envoy's rate limit service (CONTRACT 19); 0 turns it off. */
+  GRPC_PORT: integer(0, 65535).default(3002),
+  /** PEM certificate chain and key files: with both set the gRPC port speaks TLS, else plaintext HTTP/2. */
+  GRPC_TLS_CERT_FILE: z.string().default(''),
+  GRPC_TLS_KEY_FILE: z.string().default(''),
   REDIS_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : - only')
@@ -256,6 +261,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       `EGRESS_ALLOW_CIDRS is set (${parsed.EGRESS_ALLOW_CIDRS}): deliveries may reach these non-public addresses. ` +
         'This is for development and tests only.',
     );
+  }
+  if (Boolean(parsed.GRPC_TLS_CERT_FILE) !== Boolean(parsed.GRPC_TLS_KEY_FILE)) {
+    throw new ConfigError('invalid configuration:\n  GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE: set both (TLS on the gRPC port) or neither (plaintext)');
   }
   const metrics = openMetricsWarning({ NODE_ENV: nodeEnv, METRICS_TOKEN: parsed.METRICS_TOKEN });
   if (metrics) startupWarnings.push(metrics);
