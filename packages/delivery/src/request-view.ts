@@ -16,6 +16,8 @@ export interface WebhookSecrets {
   headersEncrypted: string | null;
   /** When a var or header value last changed; null when never since creation. */
   secretsChangedAt: Date | null;
+  /** OAuth 2.0 destination authentication (CONTRACT 20): its requests carry an access token, shown redacted. */
+  auth?: unknown;
 }
 
 /** The request of a delivery's last attempt as the operator's view shows it (CONTRACT 17). */
@@ -87,6 +89,8 @@ export function requestView(
     // defineProperty: a custom header may be named `__proto__` (see deliveryHeaders).
     Object.defineProperty(headers, name, { value: RESERVED_HEADERS.has(name) ? value : REDACTED, enumerable: true, writable: true, configurable: true });
   }
+  // The access token is added by the egress client as the request leaves; it is never kept, so never shown.
+  if (webhook.auth !== undefined && webhook.auth !== null) headers.authorization = REDACTED;
   if (webhook.secretsChangedAt !== null && delivery.createdAt.getTime() <= webhook.secretsChangedAt.getTime() + WEBHOOK_CONFIG_TTL_MS) return { content_type: contentType, headers, body: REDACTED };
   const redactor = new Redactor([...Object.values(vars), ...Object.values(custom)]);
   return { content_type: contentType, headers, body: redactor.redact(body) };
