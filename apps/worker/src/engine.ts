@@ -85,7 +85,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
   const queues = new DeliveryQueues(producer, prefix, { shards: config.DELIVERY_QUEUE_SHARDS });
   const pool = sqlPool(db);
   const metrics = createWorkerMetrics(queues, pool);
-  const egress = egressClientFromConfig(config);
+  const egress = egressClientFromConfig(config, { onTokenFetch: (outcome) => metrics.tokenFetches.inc({ outcome }) });
 
   const bus = new InvalidationBus(subscriber, prefix);
   const configs = new WebhookConfigs(db, box, { logger });

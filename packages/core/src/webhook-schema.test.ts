@@ -12,7 +12,7 @@ describe('createWebhookSchema', () => {
   it('fills the contract defaults', () => {
     expect(createWebhookSchema.parse(valid)).toEqual({
       ...valid, condition: '', destination: null, format: 'single', max_events: 1, template: '', vars: {}, headers: {},
-      rate_limit_per_second: null, client_certificate: null,
+      rate_limit_per_second: null, client_certificate: null, auth: null,
     });
   });
 

@@ -235,7 +235,7 @@ export class AttemptRunner {
         return 'cancelled';
       }
       const span = attemptSpan({ orgId: delivery.orgId, webhookId: webhook.id, deliveryId: delivery.id, origin: webhook.origin });
-      result = await deps.send({ url: request.url, headers: span.headers(request.headers), body: request.body, clientCertificate: request.clientCertificate }).catch(
+      result = await deps.send({ url: request.url, headers: span.headers(request.headers), body: request.body, clientCertificate: request.clientCertificate, auth: request.auth }).catch(
         // The sender reports failures as results; an exception is a bug there, recorded as a network error.
         (): SendResult => ({ statusCode: 0, error: 'network_error', durationMs: Date.now() - startedAt.getTime(), responseSnippet: '', retryAfter: null }),
       );

@@ -18,6 +18,8 @@ export interface WebhookSecrets {
   headersEncrypted: string | null;
   /** When a var or header value last changed; null when never since creation. */
   secretsChangedAt: Date | null;
+  /** OAuth 2.0 destination authentication (CONTRACT 20): its requests carry an access token, shown redacted. */
+  auth?: unknown;
 }
 
 /** A delivery as the request view reads it. */
@@ -113,6 +115,8 @@ export class RequestViews {
       // defineProperty: a custom header may be named `__proto__` (see deliveryHeaders).
       Object.defineProperty(headers, name, { value: RESERVED_HEADERS.has(name) ? value : REDACTED, enumerable: true, writable: true, configurable: true });
     }
+    // The access token is added by the egress client as the request leaves; it is never kept, so never shown.
+    if (webhook.auth !== undefined && webhook.auth !== null) headers.authorization = REDACTED;
     const current = secretsVersionOf(webhook);
     const renderedWithOthers =
       secretsVersion === null

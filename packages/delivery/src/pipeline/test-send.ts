@@ -70,7 +70,7 @@ export async function sendTestEvent(deps: { box: SecretBox; send: Sender; render
   if (webhook.rateLimitPerSecond !== null && deps.pace) await takeTestTurn(deps.pace, webhook);
 
   const request = signedRequest(webhook, { id: randomUUID(), body: body.body, contentType: body.contentType }, now);
-  const result = await deps.send({ url: request.url, headers: request.headers, body: request.body, clientCertificate: request.clientCertificate });
+  const result = await deps.send({ url: request.url, headers: request.headers, body: request.body, clientCertificate: request.clientCertificate, auth: request.auth });
   return {
     success: result.error === null && result.statusCode >= 200 && result.statusCode < 300,
     ...(result.statusCode > 0 ? { status_code: result.statusCode } : {}),
