@@ -38,6 +38,7 @@ import { taskRoutes } from './routes/tasks';
 import { webhookRoutes } from './routes/webhooks';
 import { commitHooks } from './services/commit-hooks';
 import { rateLimitCheck, type RateLimitCheck } from './services/rate-limit-check';
+import { WebhookStats } from './services/webhook-stats';
 
 export interface AppDeps {
   config: Config;
@@ -129,7 +130,7 @@ function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; obse
     ...destinationRoutes(deps.render),
     ...auditEventRoutes(ingestDeps),
     ...deliveryRoutes({ db: deps.db, box: deps.box, queues: deps.queues, send: deps.send, render: deps.render, pace: new WebhookPace(deps.redis, { prefix: deps.config.REDIS_PREFIX, logger: deps.logger }) }),
-    ...operatorViewRoutes({ db: deps.db, render: deps.render, rotationOverlapSeconds: deps.config.SECRET_ROTATION_OVERLAP_SECONDS }),
+    ...operatorViewRoutes({ db: deps.db, render: deps.render, rotationOverlapSeconds: deps.config.SECRET_ROTATION_OVERLAP_SECONDS, stats: new WebhookStats(deps.config.DELIVERY_TIMEOUT_MS) }),
     ...taskRoutes({ db: deps.db, queues: deps.queues, retentionDays: deps.config.DELIVERY_RETENTION_DAYS }),
     ...notificationRoutes(deps.db),
     ...webhookRoutes({

@@ -23,7 +23,7 @@ import { createWorkerMetrics, type WorkerMetrics } from './metrics';
 import { QueueConsumer, startWatchdog, type Processor } from './consumers';
 import { startPeriodic, type Periodic } from './periodic';
 import { TASK_CONCURRENCY, taskProcessor } from './processors/tasks';
-import { OverdueSweep, reconcileOnce } from './reconciler';
+import { reconcileOnce, SharedOverdueSweep } from './reconciler';
 import { sweepRetention } from './retention';
 import { warnExpiringCertificates } from './certificate-expiry';
 
@@ -210,7 +210,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     batchLingerMs: config.BATCH_LINGER_MS,
     logger,
     onReenqueued: (kind: 'events' | 'deliveries' | 'batches', count: number) => metrics.reenqueued.inc({ kind }, count),
-    sweep: new OverdueSweep(),
+    sweep: new SharedOverdueSweep(producer, prefix),
     ...(deps.reconcilerGrace ? { grace: deps.reconcilerGrace } : {}),
   };
   const retention = () => sweepRetention(db, config.DELIVERY_RETENTION_DAYS, logger, { width: config.HISTORY_PARTITION });

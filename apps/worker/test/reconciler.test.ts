@@ -8,7 +8,7 @@ import { DeliveryQueues, queuePrefix, shardOf, waitingJobId } from '@gatehook/de
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { until } from '@gatehook/testkit/until';
-import { OverdueSweep, reconcileOnce, type ReconcilerDeps } from '@gatehook/worker/reconciler';
+import { OverdueSweep, reconcileOnce, SharedOverdueSweep, type ReconcilerDeps } from '@gatehook/worker/reconciler';
 
 // The reconciler on a database of its own (a pass scans all of it) and a queue prefix that no worker takes jobs
 // from: what its rounds leave on the queues is exactly what a worker would get.
@@ -107,8 +107,10 @@ describe('deliveries put back by the reconciler', () => {
     const lost = randomUUID();
     await db.delivery.create({ data: { id: lost, orgId: small.orgId, webhookId: small.webhookId, status: 'retrying', eventIds: [], eventCount: 1, nextRetryAt: new Date(Date.now() - 60_000) } });
 
+    // Two workers take the passes in turn; the sweep's place is shared through Redis.
+    const workers = [0, 1].map(() => ({ ...deps, sweep: new SharedOverdueSweep(redis, prefix) }));
     const counted: number[] = [];
-    for (let round = 0; round < 3 && (await deliverJobsOf(lost)).length === 0; round++) counted.push((await reconcileOnce(deps)).deliveries);
+    for (let round = 0; round < 3 && (await deliverJobsOf(lost)).length === 0; round++) counted.push((await reconcileOnce(workers[round % 2]!)).deliveries);
     expect(await deliverJobsOf(lost)).toEqual([waitingJobId(lost)]);
     // Only what was put back is counted: the lost one, never the 5,000 waiting ones.
     expect(counted.reduce((a, b) => a + b, 0)).toBe(1);

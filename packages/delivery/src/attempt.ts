@@ -50,7 +50,7 @@ const LEASE_MARGIN_MS = 5_000;
  */
 export const SLOT_WAIT_MS = 2_000;
 /**
- * A delivery turned away until a later time is recorded due this much before it: its job may run a little early by
+ * A delivery turned away is recorded due this much before the time it comes back: its job may run a little early by
  * another process's clock, and a lease needs the delivery due.
  */
 const DUE_AGAIN_EARLY_MS = 1_000;
@@ -206,7 +206,7 @@ export class AttemptRunner {
       // may be recalled is due from now (a lease needs it due), one that may not from its time.
       const recallable = webhook.rateLimitPerSecond === null;
       if (recallable) deps.scheduler.noteWaiting(delivery.id, webhook.id);
-      releases.push({ id: delivery.id, lease: delivery.leasedUntil, dueAt: recallable ? new Date() : dueAgain(busyUntil) });
+      releases.push({ id: delivery.id, lease: delivery.leasedUntil, dueAt: dueAgain(recallable ? new Date() : busyUntil) });
       return { busyUntil };
     }
     // A paced webhook's turn is taken once the slot is held, so a granted request leaves at once: taken before, it

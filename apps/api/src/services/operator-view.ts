@@ -1,8 +1,9 @@
 import { AppError, notFound } from '@gatehook/core/errors';
 import { sqlPool, type Db } from '@gatehook/db/client';
-import { sentRequest, webhookStats } from '@gatehook/db/operator-view';
+import { sentRequest } from '@gatehook/db/operator-view';
 import type { RenderPool } from '@gatehook/delivery/render/pool';
 import type { RequestView } from '@gatehook/delivery/request-view';
+import type { WebhookStats } from './webhook-stats';
 
 export interface OperatorViewDeps {
   db: Db;
@@ -10,6 +11,8 @@ export interface OperatorViewDeps {
   render: RenderPool;
   /** SECRET_ROTATION_OVERLAP_SECONDS: tells which secrets signed an attempt made around a rotation. */
   rotationOverlapSeconds: number;
+  /** This process's hourly statistics, kept per webhook and past hour. */
+  stats: WebhookStats;
 }
 
 const HOUR_MS = 3_600_000;
@@ -36,6 +39,8 @@ export async function getSentRequest(deps: OperatorViewDeps, orgId: string, webh
       varsEncrypted: webhook.varsEncrypted,
       headersEncrypted: webhook.headersEncrypted,
       secretsChangedAt: webhook.secretsChangedAt,
+      // Its requests carry an access token the view shows redacted (CONTRACT 20).
+      auth: webhook.auth,
     },
     delivery: { id: deliveryId, createdAt: sent.createdAt, bodyEncrypted: sent.bodyEncrypted, contentType: sent.contentType, attemptAt: sent.lastAttemptAt },
     rotationOverlapSeconds: deps.rotationOverlapSeconds,
@@ -46,7 +51,7 @@ export async function getSentRequest(deps: OperatorViewDeps, orgId: string, webh
 export async function getWebhookStats(deps: OperatorViewDeps, orgId: string, webhookId: string, hours: number, now = new Date()) {
   await requireWebhook(deps.db, orgId, webhookId);
   const from = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - (hours - 1) * HOUR_MS);
-  const buckets = await webhookStats(sqlPool(deps.db), webhookId, from, hours);
+  const buckets = await deps.stats.hours(sqlPool(deps.db), webhookId, from, hours, now);
   return {
     buckets: buckets.map((b) => ({
       start: b.start.toISOString(),
