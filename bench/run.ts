@@ -9,6 +9,7 @@ import { egressFigures } from './egress';
 import { fairnessFigures } from './fairness';
 import { expressionFigures } from './expressions';
 import { ingestionFigures } from './ingestion';
+import { oauthFigures } from './oauth';
 import { rateLimitFigures } from './ratelimit';
 import { recoverFigures } from './recover';
 import { retentionFigures } from './retention';
@@ -27,6 +28,7 @@ const GROUPS: Record<string, (seconds: number) => Figure[] | Promise<Figure[]>> 
   tracing: tracingFigures,
   fairness: fairnessFigures,
   egress: egressFigures,
+  oauth: oauthFigures,
   recover: recoverFigures,
   retention: retentionFigures,
   scale: scaleFigures,

@@ -17,7 +17,7 @@ describe('GET /destinations', () => {
     expect(response.status).toBe(200);
     expect(response.body.items.map((p: { id: string }) => p.id)).toEqual([...DESTINATIONS]);
     for (const preset of response.body.items) {
-      expect(Object.keys(preset).sort()).toEqual(['format', 'headers', 'id', 'label', 'max_events', 'template', 'vars']);
+      expect(Object.keys(preset).sort()).toEqual(['auth', 'format', 'headers', 'id', 'label', 'max_events', 'template', 'vars']);
     }
     expect(response.body.items.find((p: { id: string }) => p.id === 'pagerduty')).toMatchObject({ format: 'single', vars: ['routing_key'] });
   });

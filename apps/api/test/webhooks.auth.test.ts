@@ -198,4 +198,16 @@ describe('auth (CONTRACT 20)', () => {
       await lookup.close();
     }
   });
+
+  it('is documented in /openapi.json from the validating schemas', async () => {
+    const r = await api.call('GET', '/openapi.json');
+    expect(r.status).toBe(200);
+    const create = r.body.paths['/webhooks'].post.requestBody.content['application/json'].schema;
+    const text = JSON.stringify(create.properties.auth);
+    for (const field of ['oauth2_client_credentials', 'oauth2_jwt_bearer', 'token_url', 'client_secret', 'private_key', 'client_auth', 'issuer']) expect(text).toContain(field);
+    const view = r.body.paths['/webhooks/{id}'].get.responses['200'].content['application/json'].schema;
+    expect(JSON.stringify(view)).toContain('token_url');
+    const presets = JSON.stringify(r.body.paths['/destinations'].get.responses['200']);
+    expect(presets).toContain('token_url');
+  });
 });

@@ -98,6 +98,8 @@ export interface Preset {
   template: string;
   vars: string[];
   headers: string[];
+  /** OAuth 2.0 the receiver takes; `{tenant}` in token_url is the client's to fill in. */
+  auth: { type: 'oauth2_client_credentials'; token_url: string; scope: string; client_auth: 'body' } | null;
 }
 
 export interface EventType {

@@ -1,5 +1,6 @@
 import { bearerReply, startJwtBearerServer, startOidcProvider, TEST_SCOPE, TEST_RESOURCE } from '@gatehook/testkit/authorization-server';
 import { startOtlpCollector, type OtlpCollector } from '@gatehook/testkit/otlp-collector';
+import { startProxy, type TestProxy } from '@gatehook/testkit/proxy';
 import { startReceiver, type TestReceiver } from '@gatehook/testkit/receiver';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 import { until } from '@gatehook/testkit/until';
@@ -236,6 +237,69 @@ describe('token endpoint failures', () => {
     const webhook = await stack.api.call('GET', `/webhooks/${hook.id}`, { key: stack.org.admin });
     expect(webhook.body.failing_since).not.toBeNull();
     expect(r.requests).toHaveLength(0);
+  });
+});
+
+describe('token requests go out through the egress client', () => {
+  let stack: Stack;
+  let server: OidcServer;
+  let proxy: TestProxy;
+
+  beforeAll(async () => {
+    server = await startOidcProvider();
+    proxy = await startProxy();
+    stack = await startStack({ EGRESS_PROXY_URL: proxy.url });
+  });
+  afterAll(async () => {
+    await stack?.close();
+    await server?.close();
+    await proxy?.close();
+  });
+
+  it('through EGRESS_PROXY_URL, asked for the checked address of the token endpoint', async () => {
+    const r = await stack.receiver(bearerReply(server));
+    const hook = await stack.webhook(r, { events: ['policy.created'], auth: clientCredentials(server, 'post') });
+    await stack.settle(await stack.ingest([auditEvent()]));
+    const [delivery] = await stack.deliveries(hook.id, (items) => items.length === 1);
+    expect(delivery!.status).toBe('succeeded');
+    expect(proxy.requests.map((q) => q.target)).toContain(`127.0.0.1:${new URL(server.tokenUrl).port}`);
+  });
+
+  it('under the address policy at connect: a token URL on a private address stored behind the API is refused', async () => {
+    const r = await stack.receiver();
+    const hook = await stack.webhook(r, { events: ['policy.created'], auth: clientCredentials(server, 'post') });
+    const row = await stack.api.db.webhook.findUniqueOrThrow({ where: { id: hook.id } });
+    await stack.writeWebhookRow(hook.id, { auth: { ...(row.auth as Record<string, unknown>), token_url: 'https://10.1.2.3/token' } });
+    await stack.ingest([auditEvent()]);
+    const delivery = await latestAttempt(stack, hook.id, () => true);
+    expect(delivery.attempts[0]).toMatchObject({ status_code: 0, error: 'auth_failed: blocked_address' });
+    expect(r.requests).toHaveLength(0);
+  });
+});
+
+describe('a proxy that is down, for the token request', () => {
+  let stack: Stack;
+  let server: OidcServer;
+
+  beforeAll(async () => {
+    server = await startOidcProvider();
+    const dead = await startProxy();
+    await dead.close();
+    stack = await startStack({ EGRESS_PROXY_URL: dead.url, CIRCUIT_BREAKER_SECONDS: '1', DELIVERY_RETRY_SCHEDULE: '0,0.3,0.3,0.3,0.3,0.3,0.3,0.3' });
+  });
+  afterAll(async () => {
+    await stack?.close();
+    await server?.close();
+  });
+
+  it('records auth_failed: proxy_error, retried, never starting the failure streak', async () => {
+    const r = await stack.receiver();
+    const hook = await stack.webhook(r, { events: ['policy.created'], auth: clientCredentials(server, 'post') });
+    await stack.settle(await stack.ingest([auditEvent()]), 30_000);
+    const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed');
+    expect(new Set(delivery!.attempts.map((a) => a.error))).toEqual(new Set(['auth_failed: proxy_error']));
+    const webhook = await stack.api.call('GET', `/webhooks/${hook.id}`, { key: stack.org.admin });
+    expect(webhook.body).toMatchObject({ status: 'active', failing_since: null });
   });
 });
 

@@ -8,6 +8,7 @@ import { createTestDatabase } from './database';
 import { startTestEngine } from './engine';
 import { startReceiver, testCa, type ReplyFn, type TestReceiver } from './receiver';
 import { until } from './until';
+import type { HostLookup } from '@gatehook/egress/address-policy';
 
 export interface Stack {
   config: Config;
@@ -54,7 +55,7 @@ export interface DeliveryView {
  */
 export async function startStack(
   env: Record<string, string> = {},
-  options: { reconcilerGrace?: { eventsMs: number; deliveriesMs: number }; logLines?: string[] } = {},
+  options: { reconcilerGrace?: { eventsMs: number; deliveriesMs: number }; logLines?: string[]; lookup?: HostLookup } = {},
 ): Promise<Stack> {
   const database = await createTestDatabase();
   const config = testConfig({
@@ -68,7 +69,7 @@ export async function startStack(
     ...env,
   });
   const tracing = await startTracing(config, 'gatehook-test');
-  const api = await startTestApi({ config, ...(options.logLines ? { logLines: options.logLines } : {}) });
+  const api = await startTestApi({ config, ...(options.logLines ? { logLines: options.logLines } : {}), ...(options.lookup ? { lookup: options.lookup } : {}) });
   const engine = await startTestEngine(config, options);
   const org = await createTestOrg(api.db);
   const receivers: TestReceiver[] = [];

@@ -4,6 +4,7 @@ import { Link, useNavigate, useParams } from 'react-router';
 import { createWebhookSchema, patchWebhookSchema, WEBHOOK_FORMATS } from '@gatehook/core/webhook-schema';
 import { api, ApiError, type EventType, type FieldIssue, type Preset, type Webhook } from '../api';
 import { DestinationLogo } from '../logos';
+import { AuthEditor, authDraftOf, authDraftOfPreset, authField, blankAuth, type AuthDraft } from './auth-editor';
 import { ErrorBox, FieldError, Loading } from '../ui';
 
 interface Pair {
@@ -26,11 +27,12 @@ interface Draft {
   rate: string;
   /** PEMs of a new client certificate (blank: keep the stored one), or the stored one's removal. */
   certificate: { cert: string; key: string; remove: boolean };
+  auth: AuthDraft;
 }
 
 const blank: Draft = {
   name: '', url: '', destination: null, events: [], condition: '', format: 'single', max_events: 1, template: '', vars: [], headers: [],
-  rate: '', certificate: { cert: '', key: '', remove: false },
+  rate: '', certificate: { cert: '', key: '', remove: false }, auth: blankAuth,
 };
 
 /** What the form sends for the client certificate: a new one, null to remove it, or nothing to keep it. */
@@ -164,6 +166,7 @@ export function WebhookForm() {
         name: w.name, url: '', destination: w.destination, events: w.events, condition: w.condition, format: w.format, max_events: w.max_events, template: w.template,
         vars: Object.keys(w.vars).map((name) => ({ name, value: '' })), headers: Object.keys(w.headers).map((name) => ({ name, value: '' })),
         rate: w.rate_limit_per_second === null ? '' : String(w.rate_limit_per_second), certificate: { cert: '', key: '', remove: false },
+        auth: authDraftOf(w.auth),
       });
       setLoaded(true);
     }
@@ -177,9 +180,10 @@ export function WebhookForm() {
       name: draft.name, events: draft.events, condition: draft.condition, destination: draft.destination, format: draft.format, max_events: draft.max_events, template: draft.template, vars: toMap(draft.vars), headers: toMap(draft.headers),
       rate_limit_per_second: draft.rate.trim() === '' ? null : Number(draft.rate),
       ...certificateField(draft),
+      ...authField(draft.auth, existing.data?.auth),
     };
     return editing ? { ...fields, ...(draft.url ? { url: draft.url } : {}) } : { ...fields, url: draft.url };
-  }, [draft, editing]);
+  }, [draft, editing, existing.data]);
 
   const save = useMutation({
     mutationFn: () => (editing ? api<Webhook>('PATCH', `/webhooks/${id}`, body) : api<Webhook & { secret: string }>('POST', '/webhooks', body)),
@@ -204,7 +208,7 @@ export function WebhookForm() {
   }
 
   function applyPreset(preset: Preset) {
-    setDraft((d) => ({ ...d, destination: preset.id, format: preset.format, max_events: preset.max_events, template: preset.template, vars: withNames(d.vars, preset.vars), headers: withNames(d.headers, preset.headers) }));
+    setDraft((d) => ({ ...d, destination: preset.id, format: preset.format, max_events: preset.max_events, template: preset.template, vars: withNames(d.vars, preset.vars), headers: withNames(d.headers, preset.headers), auth: authDraftOfPreset(preset, d.auth) }));
   }
 
   if (editing && existing.isError) return <ErrorBox error={existing.error} />;
@@ -233,8 +237,8 @@ export function WebhookForm() {
                 </label>
               ))}
             </div>
-            {chosen && (chosen.vars.length > 0 || chosen.headers.length > 0) && (
-              <p className="hint">{chosen.label} needs {[...chosen.vars.map((v) => `variable ${v}`), ...chosen.headers.map((h) => `header ${h}`)].join(', ')}: fill them in below.</p>
+            {chosen && (chosen.vars.length > 0 || chosen.headers.length > 0 || chosen.auth) && (
+              <p className="hint">{chosen.label} needs {[...chosen.vars.map((v) => `variable ${v}`), ...chosen.headers.map((h) => `header ${h}`), ...(chosen.auth ? ['OAuth 2.0 credentials (tenant, client id, client secret)'] : [])].join(', ')}: fill them in below.</p>
             )}
           </fieldset>
           <label htmlFor="name">Name</label>
@@ -275,6 +279,7 @@ export function WebhookForm() {
           <label htmlFor="rate">Rate limit (requests per second to this webhook, across all workers; blank: none)</label>
           <input id="rate" type="number" min={1} max={10_000} step={1} value={draft.rate} placeholder="none" onChange={(e) => setDraft({ ...draft, rate: e.target.value })} aria-invalid={err('rate_limit_per_second').length > 0} aria-describedby={describedBy('rate_limit_per_second')} />
           <FieldError id="rate_limit_per_second-error" messages={err('rate_limit_per_second')} />
+          <AuthEditor draft={draft.auth} setDraft={(auth) => setDraft({ ...draft, auth })} stored={existing.data?.auth} errors={err('auth')} />
           <ClientCertificateEditor draft={draft} setDraft={setDraft} stored={existing.data?.client_certificate} errors={err('client_certificate')} />
           {save.isError && !(save.error instanceof ApiError && save.error.status === 422) && <ErrorBox error={save.error} what="Saving" />}
           {issues.length > 0 && <p role="alert" className="failing">Not saved: fix the fields marked above.</p>}

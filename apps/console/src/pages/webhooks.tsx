@@ -7,6 +7,7 @@ import { api, ApiError, query, type Delivery, type Page, type Task, type TestRes
 import { DestinationLogo } from '../logos';
 import { ConfirmButton, Empty, ErrorBox, Loading, Status, usePager, When } from '../ui';
 import { WebhookStats } from './webhook-stats';
+import { authSummary } from './auth-editor';
 
 const DELIVERY_STATUSES = ['pending', 'retrying', 'succeeded', 'failed'] as const;
 
@@ -133,6 +134,7 @@ export function WebhookDetail() {
     ['vars', Object.keys(w.vars).length ? Object.keys(w.vars).map((n) => <code key={n} className="name">{n}</code>) : '—'],
     ['headers', Object.keys(w.headers).length ? Object.keys(w.headers).map((n) => <code key={n} className="name">{n}</code>) : '—'],
     ['rate_limit_per_second', w.rate_limit_per_second === null ? <span className="muted">none</span> : `${w.rate_limit_per_second} requests/s`],
+    ['auth', authSummary(w.auth)],
     ['client_certificate', w.client_certificate ? <>SHA-256 <code className="fingerprint">{w.client_certificate.fingerprint_sha256}</code>, expires <When at={w.client_certificate.not_after} /></> : '—'],
     ['status', <><Status value={w.status} />{w.disabled_reason && ` (${w.disabled_reason})`}</>],
     ['disabled_reason', w.disabled_reason ?? '—'],

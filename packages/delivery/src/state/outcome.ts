@@ -88,7 +88,8 @@ export interface DecideOptions {
  *   attempt counts; once schedule.length attempts have counted the delivery fails with `attempts_exhausted`,
  *   otherwise it is retrying after the delay before the next attempt, schedule[cycleAttempts after counting].
  *   Effect `failure`, except for `proxy_error` (the service's egress proxy failed, CONTRACT 18): it counts and is
- *   retried the same way, with effect `neutral`, so it neither starts nor extends the webhook's failure streak.
+ *   retried the same way, with effect `neutral`, so it neither starts nor extends the webhook's failure streak;
+ *   likewise `auth_failed: proxy_error` (the proxy failed the request for the destination's OAuth token).
  *
  * The incoming status is not consulted: a delivery that is already final must not be attempted at all, which is
  * the caller's check. A cycleAttempts at or past the limit (a shortened schedule after a config change) makes the
@@ -124,7 +125,8 @@ export function decideNextState(state: DeliveryState, result: AttemptResult, opt
     case 'failure': {
       const cycleAttempts = state.cycleAttempts + 1;
       // The service's own proxy failing says nothing of the endpoint: retried like any failure, blamed on no one.
-      const webhookEffect = result.error === PROXY_ERROR ? 'neutral' : 'failure';
+      // So is the proxy failing a request for the destination's OAuth token (CONTRACT 20).
+      const webhookEffect = result.error === PROXY_ERROR || result.error === `auth_failed: ${PROXY_ERROR}` ? 'neutral' : 'failure';
       if (cycleAttempts >= limit) {
         return { status: 'failed', cycleAttempts, nextRetryAt: null, webhookEffect, throttledStreak, error: 'attempts_exhausted' };
       }

@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID, type KeyObject } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { SignJWT } from 'jose';
 import * as oauth from 'oauth4webapi';
 import type { StoredWebhookAuth } from '@gatehook/core/webhook-auth';
 import { inspectSigningKey, type AssertionAlgorithm } from './signing-key';
-import type { KeyObject } from 'node:crypto';
 
 /** A webhook's OAuth 2.0 configuration with its secret in clear, and the key its tokens are cached under. */
 export type DestinationAuth = StoredWebhookAuth & {
