@@ -1,5 +1,5 @@
 import { connect, constants as h2 } from 'node:http2';
-import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { status as GrpcStatus } from '@grpc/grpc-js';
 import { startGrpcServer, GRPC_LIMITS, type RunningGrpcServer } from '@gatehook/api/grpc/server';
 import { startTracing, type Tracing } from '@gatehook/core/tracing';
 import { createTestOrg, createTestRule, startTestApi, testConfig, type TestApi, type TestOrg } from '@gatehook/testkit/api';
@@ -7,18 +7,10 @@ import { startOtlpCollector, type OtlpCollector } from '@gatehook/testkit/otlp-c
 import { createPki } from '@gatehook/testkit/pki';
 import { until } from '@gatehook/testkit/until';
 import { createLogger } from '@gatehook/core/logger';
-import { descriptor, encodeRequest, rlsClient } from './envoy-rls-client';
+import { descriptor, encodeRequest, rlsClient, failure } from './envoy-rls-client';
 
 // The gRPC server itself (CONTRACT 19): what a broken or slow client gets, TLS, and the span of each call.
 
-async function failure(promise: Promise<unknown>): Promise<ServiceError> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as ServiceError;
-  }
-  throw new Error('the call succeeded');
-}
 
 /** A gRPC frame (uncompressed) around `message`. */
 function frame(message: Buffer): Buffer {
