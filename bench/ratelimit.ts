@@ -27,6 +27,7 @@ import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { startServiceProcess, type ServiceProcess } from '@gatehook/testkit/processes';
 import { startRedisCluster } from '@gatehook/testkit/redis-cluster';
 import { SERVICE_NODE_FLAGS } from '@gatehook/core/service';
+import { cpuMs } from './cost';
 import { encodeRlsRequest } from './rls-wire';
 import { callsUntil, opsPerSecond, type Figure } from './measure';
 
@@ -191,12 +192,13 @@ async function grpcLoad(spec: Record<string, unknown>): Promise<LoadResult> {
 }
 
 /** The bare reference server (bench/grpc-bare-server.ts), run with the service processes' node flags. */
-async function startBareGrpcServer(): Promise<{ port: number; stop(): Promise<void> }> {
+async function startBareGrpcServer(): Promise<{ port: number; pid: number; stop(): Promise<void> }> {
   const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', path.join(__dirname, 'grpc-bare-server.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = once(child, 'exit');
   const [line] = (await once(child.stdout!, 'data')) as [Buffer];
   return {
     port: Number(line.toString().trim()),
+    pid: child.pid!,
     async stop() {
       child.kill('SIGTERM');
       await exited;
@@ -249,8 +251,17 @@ export async function grpcRateLimitFigures(seconds: number): Promise<Figure[]> {
     const warmupSeconds = 1;
     const closed = { mode: 'closed', concurrency: CONCURRENCY, seconds, warmupSeconds };
 
-    const checksClosed = await grpcLoad({ ...grpc(memory, 'three'), ...closed });
-    const bareClosed = await grpcLoad({ ...grpc(bare, 'three'), ...closed });
+    // Throughput at concurrency 32, and what each call cost the server's process in CPU (user + system, from /proc;
+    // the warm-up runs before the window): the second comparison holds on a machine busy with other work too.
+    const measured = async (target: Parameters<typeof grpc>[0], pid: number) => {
+      await grpcLoad({ ...grpc(target, 'three'), ...closed, seconds: warmupSeconds, warmupSeconds: 0 });
+      const before = cpuMs(pid);
+      const result = await grpcLoad({ ...grpc(target, 'three'), ...closed, warmupSeconds: 0 });
+      return { result, cpuUsPerCall: Math.round(((cpuMs(pid) - before) * 1000) / result.requests) };
+    };
+    const checks = await measured(memory, memory.pid);
+    const bareMeasured = await measured(bare, bare.pid);
+    const [checksClosed, bareClosed] = [checks.result, bareMeasured.result];
     const httpHeaders = { authorization: `Bearer ${keys.three}`, 'content-type': 'application/json' };
     const httpClosed = await load({ url: `http://127.0.0.1:${memory.port}/rate-limits/check`, method: 'POST', headers: httpHeaders, bodies: USERS.map((user_id) => JSON.stringify({ user_id, tool_key: 'github.create_issue' })), ...closed });
     const bareOpen = await grpcLoad({ ...grpc(bare, 'one'), mode: 'open', rate: GRPC_RATE, seconds, warmupSeconds });
@@ -261,6 +272,12 @@ export async function grpcRateLimitFigures(seconds: number): Promise<Figure[]> {
         value: checksClosed.perSecond, unit: 'checks/s',
         reference: `bare @grpc/grpc-js server answering a constant message, same client`, referenceValue: bareClosed.perSecond,
         ratio: Number((checksClosed.perSecond / bareClosed.perSecond).toFixed(4)), note: 'bar: ratio ≥ 0.6',
+      },
+      {
+        figure: `ShouldRateLimit CPU of the server process per call at concurrency ${CONCURRENCY} (memory store, 3 matching rules; lower is better)`,
+        value: checks.cpuUsPerCall, unit: 'µs',
+        reference: 'bare @grpc/grpc-js server CPU per call', referenceValue: bareMeasured.cpuUsPerCall,
+        ratio: Number((checks.cpuUsPerCall / bareMeasured.cpuUsPerCall).toFixed(4)),
       },
       ...(['p50', 'p99'] as const).map((p) => ({
         figure: `ShouldRateLimit ${p} at concurrency ${CONCURRENCY} (memory store, 3 matching rules; lower is better)`,
