@@ -10,7 +10,7 @@ import { fairnessFigures } from './fairness';
 import { expressionFigures } from './expressions';
 import { ingestionFigures } from './ingestion';
 import { oauthFigures } from './oauth';
-import { rateLimitFigures } from './ratelimit';
+import { grpcRateLimitFigures, rateLimitFigures } from './ratelimit';
 import { recoverFigures } from './recover';
 import { retentionFigures } from './retention';
 import { scaleFigures } from './scale';
@@ -23,6 +23,7 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 2);
 const GROUPS: Record<string, (seconds: number) => Figure[] | Promise<Figure[]>> = {
   expressions: expressionFigures,
   ratelimit: rateLimitFigures,
+  grpc: grpcRateLimitFigures,
   ingestion: ingestionFigures,
   delivery: deliveryFigures,
   tracing: tracingFigures,

@@ -157,3 +157,13 @@ export function rlsClient(port: number, options: { rootCa?: Buffer; serverName?:
 export function descriptor(toolKey: string, attributes: [string, string][] = [], hitsAddend?: number): TestDescriptor {
   return { entries: [['tool_key', toolKey], ...attributes], ...(hitsAddend !== undefined ? { hitsAddend } : {}) };
 }
+
+/** The error a call ends with (it must fail). */
+export async function failure(promise: Promise<unknown>): Promise<ServiceError> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as ServiceError;
+  }
+  throw new Error('the call succeeded');
+}

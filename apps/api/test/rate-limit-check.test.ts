@@ -225,6 +225,9 @@ describe.each(['memory', 'redis'] as const)('POST /rate-limits/check (%s store)'
       const response = await api.call('POST', path, { key: org.member, body: { tool_key: 'x' } });
       expect([path, response.status]).toEqual([path, 200]);
       expect(response.body.rules[0].rule_id).toBe(ceiling.id);
+      // The RateLimit header fields (CONTRACT 19) on every spelling.
+      expect(response.headers.get('ratelimit-policy')).toBe(`"${ceiling.id}";q=3;w=60`);
+      expect(response.headers.get('ratelimit')).toMatch(new RegExp(`^"${ceiling.id}";r=${response.body.rules[0].remaining};t=(59|60)$`));
       remaining.push(response.body.rules[0].remaining);
     }
     // One budget, counted by every spelling.

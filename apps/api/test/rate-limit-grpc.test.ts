@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { status as GrpcStatus } from '@grpc/grpc-js';
 import { createTestOrg, createTestRule, startTestApi, type TestApi, type TestOrg } from '@gatehook/testkit/api';
-import { descriptor, rlsClient, type RlsClient, type TestRequest } from './envoy-rls-client';
+import { descriptor, rlsClient, type RlsClient, type TestRequest, failure } from './envoy-rls-client';
 
 // Envoy's rate limit service (CONTRACT 19) against real Postgres rules and real counters, in both stores (and on
 // the Redis Cluster in the redis-cluster project), through a client built from Envoy's own message definitions.
@@ -30,14 +30,6 @@ describe.each(['memory', 'redis'] as const)('ShouldRateLimit (%s store)', (store
   const headersOf = (response: { response_headers_to_add?: { key: string; value: string }[] }) =>
     Object.fromEntries((response.response_headers_to_add ?? []).map((h) => [h.key, h.value]));
 
-  async function failure(promise: Promise<unknown>): Promise<ServiceError> {
-    try {
-      await promise;
-    } catch (error) {
-      return error as ServiceError;
-    }
-    throw new Error('the call succeeded');
-  }
 
   it('allows while the budget lasts, then answers OVER_LIMIT with the rule, the budget as it stands and retry-after', async () => {
     const org = await createTestOrg(api.db);

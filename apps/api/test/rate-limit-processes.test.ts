@@ -94,8 +94,8 @@ describe('when Redis is unreachable (RATE_LIMIT_STORE=redis)', () => {
       expect(decisions.map((d) => d.body.allowed)).toEqual([true, true, true, false]);
       expect(decisions[3]!.body.denied_by).toBe(ruleId);
       const metrics = (await api.call('GET', '/metrics')).text;
-      expect(metrics).toMatch(/gatehook_rate_limit_decisions_total\{outcome="allowed",source="redis"\} 1/);
-      expect(metrics).toMatch(/gatehook_rate_limit_decisions_total\{outcome="allowed",source="fallback"\} 3/);
+      expect(metrics).toMatch(/gatehook_rate_limit_decisions_total\{outcome="allowed",source="redis",interface="http"\} 1/);
+      expect(metrics).toMatch(/gatehook_rate_limit_decisions_total\{outcome="allowed",source="fallback",interface="http"\} 3/);
     } finally {
       await api.close();
       await redis.close();

@@ -23,7 +23,7 @@ async function waitFor(url: string, deadline: number): Promise<Response> {
 
 describe('pnpm start', () => {
   it('migrates, then serves the API and a worker, and stops both on SIGTERM', async () => {
-    const [apiPort, workerPort] = [await freePort(), await freePort()];
+    const [apiPort, workerPort, grpcPort] = [await freePort(), await freePort(), await freePort()];
     // Its own database: the worker's reconciler must not pick up other tests' events.
     const database = await createTestDatabase();
     const child = spawn('pnpm', ['start'], {
@@ -37,6 +37,7 @@ describe('pnpm start', () => {
         REDIS_PREFIX: `test_${randomBytes(6).toString('hex')}`,
         PORT: String(apiPort),
         WORKER_PORT: String(workerPort),
+        GRPC_PORT: String(grpcPort),
         LOG_LEVEL: 'warn',
       },
     });

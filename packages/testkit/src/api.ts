@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import { createApi } from '@gatehook/api/app';
 import { RenderPool } from '@gatehook/delivery/render/pool';
-import { startApiKeyCache } from '@gatehook/api/http/api-keys';
+import { startApiKeyCache, type ApiKeyCache } from '@gatehook/api/http/api-keys';
+import type { RateLimitCheck } from '@gatehook/api/services/rate-limit-check';
 import { startGrpcServer } from '@gatehook/api/grpc/server';
 import { InvalidationBus } from '@gatehook/cache/invalidation';
 import { startConfiguredRateLimiter } from '@gatehook/api/services/rate-limit-check';
@@ -30,6 +31,9 @@ export interface TestApi {
   redis: RedisConnection;
   /** The limiter behind /rate-limits/check, e.g. to wait for its rate_limit.exceeded reports. */
   limiter: RateLimiter;
+  /** The API key cache and the check the API serves, for a gRPC server started beside it. */
+  apiKeys: ApiKeyCache;
+  check: RateLimitCheck;
   /** Calls the API with a key; the body is sent as JSON unless it is a string. */
   call(method: string, path: string, options?: { key?: string; body?: unknown; headers?: Record<string, string> }): Promise<TestResponse>;
   close(): Promise<void>;
@@ -103,6 +107,8 @@ export async function startTestApi(
     db,
     redis,
     limiter: rateLimiting.limiter,
+    apiKeys,
+    check: api.check,
     async call(method, path, { key, body, headers = {} } = {}) {
       const init: RequestInit = { method, headers: { ...headers } };
       if (key) (init.headers as Record<string, string>).authorization = `Bearer ${key}`;
