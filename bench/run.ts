@@ -11,6 +11,7 @@ import { expressionFigures } from './expressions';
 import { ingestionFigures } from './ingestion';
 import { rateLimitFigures } from './ratelimit';
 import { recoverFigures } from './recover';
+import { requestViewFigures } from './request-view';
 import { retentionFigures } from './retention';
 import { scaleFigures } from './scale';
 import { tracingFigures } from './tracing';
@@ -26,6 +27,7 @@ const GROUPS: Record<string, (seconds: number) => Figure[] | Promise<Figure[]>> 
   delivery: deliveryFigures,
   tracing: tracingFigures,
   fairness: fairnessFigures,
+  'request-view': requestViewFigures,
   egress: egressFigures,
   recover: recoverFigures,
   retention: retentionFigures,
