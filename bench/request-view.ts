@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SecretBox } from '@gatehook/core/encryption';
+import { secretsVersionOf } from '@gatehook/delivery/render/secrets-version';
 import { sealBody } from '@gatehook/delivery/render/stored-body';
 import { figure, withRig, type Rig } from './delivery';
 import type { Figure } from './measure';
@@ -59,7 +60,7 @@ async function seed(rig: Rig): Promise<{ key: string; paths: string[]; bodyLengt
   for (let i = 0; i < DELIVERIES; i += 1) {
     const id = randomUUID();
     await rig.db.delivery.create({
-      data: { id, orgId: org.orgId, webhookId: hook.id, status: 'succeeded', eventIds: [randomUUID()], eventCount: 1, bodyEncrypted: sealBody(box, body, id, row), contentType: 'application/json', attemptCount: 1 },
+      data: { id, orgId: org.orgId, webhookId: hook.id, status: 'succeeded', eventIds: [randomUUID()], eventCount: 1, bodyEncrypted: sealBody(box, body, id, row), contentType: 'application/json', secretsVersion: secretsVersionOf(row), attemptCount: 1 },
     });
     await rig.db.deliveryAttempt.create({ data: { deliveryId: id, webhookId: hook.id, at: new Date(), statusCode: 200, durationMs: 5 } });
     paths.push(`/webhooks/${hook.id}/deliveries/${id}/request`);

@@ -37,7 +37,7 @@ export async function getSentRequest(deps: OperatorViewDeps, orgId: string, webh
       headersEncrypted: webhook.headersEncrypted,
       secretsChangedAt: webhook.secretsChangedAt,
     },
-    delivery: { id: deliveryId, createdAt: sent.createdAt, bodyEncrypted: sent.bodyEncrypted, contentType: sent.contentType, attemptAt: sent.lastAttemptAt },
+    delivery: { id: deliveryId, createdAt: sent.createdAt, bodyEncrypted: sent.bodyEncrypted, contentType: sent.contentType, secretsVersion: sent.secretsVersion, attemptAt: sent.lastAttemptAt },
     rotationOverlapSeconds: deps.rotationOverlapSeconds,
   });
 }
