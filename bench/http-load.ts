@@ -11,6 +11,8 @@ interface LoadSpec extends LoadShape {
   headers: Record<string, string>;
   /** Bodies sent in turn (POST). */
   bodies?: string[];
+  /** Paths of `url`'s origin requested in turn instead of its own path. */
+  paths?: string[];
   /** The status a request must answer to count as a success (default 200). */
   expectStatus?: number;
 }
@@ -20,13 +22,15 @@ const spec = JSON.parse(readFileSync(0, 'utf8')) as LoadSpec;
 const url = new URL(spec.url);
 const agent = new http.Agent({ keepAlive: true, maxSockets: spec.mode === 'closed' ? spec.concurrency! : 256 });
 let next = 0;
+let nextPath = 0;
 const expected = spec.expectStatus ?? 200;
 
 function send(): Promise<number> {
   const body = spec.bodies ? spec.bodies[next++ % spec.bodies.length]! : undefined;
+  const requestPath = spec.paths ? spec.paths[nextPath++ % spec.paths.length]! : url.pathname;
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { agent, host: url.hostname, port: url.port, path: url.pathname, method: spec.method, headers: body ? { ...spec.headers, 'content-length': Buffer.byteLength(body) } : spec.headers },
+      { agent, host: url.hostname, port: url.port, path: requestPath, method: spec.method, headers: body ? { ...spec.headers, 'content-length': Buffer.byteLength(body) } : spec.headers },
       (res) => {
         res.on('data', () => undefined);
         res.on('end', () => resolve(res.statusCode ?? 0));

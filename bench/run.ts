@@ -12,6 +12,7 @@ import { ingestionFigures } from './ingestion';
 import { oauthFigures } from './oauth';
 import { grpcRateLimitFigures, rateLimitFigures } from './ratelimit';
 import { recoverFigures } from './recover';
+import { requestViewFigures } from './request-view';
 import { retentionFigures } from './retention';
 import { scaleFigures } from './scale';
 import { tracingFigures } from './tracing';
@@ -28,6 +29,7 @@ const GROUPS: Record<string, (seconds: number) => Figure[] | Promise<Figure[]>> 
   delivery: deliveryFigures,
   tracing: tracingFigures,
   fairness: fairnessFigures,
+  'request-view': requestViewFigures,
   egress: egressFigures,
   oauth: oauthFigures,
   recover: recoverFigures,

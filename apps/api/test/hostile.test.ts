@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { SecretBox } from '@gatehook/core/encryption';
 import { MAX_INLINE_ATTEMPTS } from '@gatehook/api/services/deliveries';
 import { MAX_INGEST_NODES } from '@gatehook/delivery/audit-event-input';
+import { secretsVersionOf } from '@gatehook/delivery/render/secrets-version';
 import { sealBody } from '@gatehook/delivery/render/stored-body';
 import { createTestOrg, startTestApi, type TestApi, type TestOrg } from '@gatehook/testkit/api';
 import { auditEvent } from '@gatehook/testkit/stack';
@@ -144,7 +145,7 @@ describe('request view of a delivery built to make redaction slow', () => {
     expect(body.length).toBeGreaterThan(400_000);
     const id = randomUUID();
     await api.db.delivery.create({
-      data: { id, orgId: org.orgId, webhookId: webhook.id, status: 'succeeded', eventIds: [randomUUID()], eventCount: 1, bodyEncrypted: sealBody(new SecretBox(api.config.GATEHOOK_ENCRYPTION_KEY), body, id, webhook), contentType: 'application/json', attemptCount: 1 },
+      data: { id, orgId: org.orgId, webhookId: webhook.id, status: 'succeeded', eventIds: [randomUUID()], eventCount: 1, bodyEncrypted: sealBody(new SecretBox(api.config.GATEHOOK_ENCRYPTION_KEY), body, id, webhook), contentType: 'application/json', secretsVersion: secretsVersionOf(webhook), attemptCount: 1 },
     });
     await api.db.deliveryAttempt.create({ data: { deliveryId: id, webhookId: webhook.id, at: new Date(), statusCode: 200, durationMs: 5 } });
 

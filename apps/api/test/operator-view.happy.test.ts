@@ -69,6 +69,9 @@ describe('GET /webhooks/{id}/deliveries/{delivery_id}/request', () => {
       expect(receiver.requests.some((q) => q.body.includes(JSON.stringify(TOKEN).slice(1, -1)))).toBe(true);
       expect(receiver.requests.some((q) => q.body.includes(forms(QUOTED)[2]!))).toBe(true);
 
+      // Every delivery, batched or not, records the version of the values it was rendered with.
+      const versions = await stack.api.db.delivery.findMany({ where: { webhookId: hook.id }, select: { secretsVersion: true } });
+      expect(versions.every((d) => typeof d.secretsVersion === 'string' && d.secretsVersion.length > 0)).toBe(true);
       for (const delivery of deliveries) {
         const r = await call('GET', `/webhooks/${hook.id}/deliveries/${delivery.id}/request`);
         expect(r.status).toBe(200);

@@ -141,7 +141,7 @@ describe('full batches formed at fan-out', () => {
     await insertAuditEvents(pool, [a, b, c, d].map((id) => stored(id, orgId, now)));
     // A racing call claims a and b (creating nothing); then a call that prepared one batch of all four commits.
     expect((await commitFanout(pool, { orgId, eventIds: [a, b], now, deliveries: [], batchItems: [] })).claimed.sort()).toEqual([a, b]);
-    const batch = { id: randomUUID(), webhookId: hook.id, eventIds: [a, b, c, d], status: 'pending' as const, bodyEncrypted: 'x', contentType: 'application/json', error: null, nextRetryAt: now };
+    const batch = { id: randomUUID(), webhookId: hook.id, eventIds: [a, b, c, d], status: 'pending' as const, bodyEncrypted: 'x', contentType: 'application/json', secretsVersion: null, error: null, nextRetryAt: now };
     const committed = await commitFanout(pool, { orgId, eventIds: [a, b, c, d], now, deliveries: [batch], batchItems: [] });
     expect(committed.claimed.sort()).toEqual([c, d]);
     expect(committed.deliveries).toEqual([]);

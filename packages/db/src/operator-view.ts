@@ -5,6 +5,8 @@ export interface SentRequest {
   createdAt: Date;
   bodyEncrypted: string | null;
   contentType: string | null;
+  /** The version of the webhook's var and header values the body was rendered with; null when not recorded. */
+  secretsVersion: string | null;
   /** The start of the last attempt (its `webhook-timestamp`), or null when none was made yet. */
   lastAttemptAt: Date | null;
 }
@@ -14,16 +16,16 @@ export interface SentRequest {
  * is no such delivery. One statement: the delivery by primary key, its last attempt by (delivery_id, id).
  */
 export async function sentRequest(pool: Pool, orgId: string, webhookId: string, deliveryId: string): Promise<SentRequest | null> {
-  const { rows } = await pool.query<{ created_at: Date; body_encrypted: string | null; content_type: string | null; last_attempt_at: Date | null }>({
+  const { rows } = await pool.query<{ created_at: Date; body_encrypted: string | null; content_type: string | null; secrets_version: string | null; last_attempt_at: Date | null }>({
     name: 'sent_request',
-    text: `SELECT d.created_at, d.body_encrypted, d.content_type,
+    text: `SELECT d.created_at, d.body_encrypted, d.content_type, d.secrets_version,
                   (SELECT a.at FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.id DESC LIMIT 1) AS last_attempt_at
            FROM deliveries d
            WHERE d.id = $1 AND d.webhook_id = $2 AND d.org_id = $3`,
     values: [deliveryId, webhookId, orgId],
   });
   const row = rows[0];
-  return row ? { createdAt: row.created_at, bodyEncrypted: row.body_encrypted, contentType: row.content_type, lastAttemptAt: row.last_attempt_at } : null;
+  return row ? { createdAt: row.created_at, bodyEncrypted: row.body_encrypted, contentType: row.content_type, secretsVersion: row.secrets_version, lastAttemptAt: row.last_attempt_at } : null;
 }
 
 /** The deliveries of a webhook created in one hour, by their outcome now (docs/operations.md, "Per-webhook statistics"). */

@@ -184,7 +184,7 @@ describe('the upgrade of a populated database (migration 20261126120000_partitio
     const fresh = uuidv7();
     const committed = await commitFanout(pool, {
       orgId: org, eventIds: [pending], now,
-      deliveries: [{ id: fresh, webhookId: webhook, eventIds: [pending], status: 'pending', bodyEncrypted: 'b', contentType: 'application/json', error: null, nextRetryAt: now }],
+      deliveries: [{ id: fresh, webhookId: webhook, eventIds: [pending], status: 'pending', bodyEncrypted: 'b', contentType: 'application/json', secretsVersion: null, error: null, nextRetryAt: now }],
       batchItems: [],
     });
     expect(committed).toEqual({ claimed: [pending], deliveries: [fresh], buffered: [] });

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { SecretBox } from '@gatehook/core/encryption';
 import { REDACTION_WITHHELD } from './render/redaction';
+import { secretsVersionOf } from './render/secrets-version';
 import { sealBody } from './render/stored-body';
 import { RequestViews, secretsValidAt, type WebhookSecrets } from './request-view';
 import { WEBHOOK_CONFIG_TTL_MS } from './webhook-configs';
@@ -39,33 +40,36 @@ describe('RequestViews', () => {
       secretsChangedAt,
     };
   };
-  const sent = (bodyEncrypted: string, id: string, createdAt = new Date()) => ({ id, createdAt, bodyEncrypted, contentType: 'application/json', attemptAt: createdAt });
+  const sent = (bodyEncrypted: string, id: string, secretsVersion: string | null, createdAt = new Date()) => ({ id, createdAt, bodyEncrypted, contentType: 'application/json', secretsVersion, attemptAt: createdAt });
 
   it('redacts a body rendered with the values the webhook holds, and withholds one rendered with others, whenever stored', () => {
     const views = new RequestViews(box);
     const before = webhookWith('old-value');
     const id = randomUUID();
     const stored = sealBody(box, '{"t":"old-value"}', id, before);
-    expect(views.view(before, sent(stored, id), 60).body).toBe('{"t":"[redacted]"}');
+    expect(views.view(before, sent(stored, id, secretsVersionOf(before)), 60).body).toBe('{"t":"[redacted]"}');
     // The value changed long before the body was stored: still rendered with the old one.
     const changed = { ...before, varsEncrypted: box.encryptMap({ TOKEN: 'new-value' }, { column: 'webhooks.vars_encrypted', row: before.id }), secretsChangedAt: new Date(Date.now() - 3_600_000) };
-    expect(views.view(changed, sent(stored, id), 60).body).toBe('[redacted]');
+    expect(views.view(changed, sent(stored, id, secretsVersionOf(before)), 60).body).toBe('[redacted]');
+    expect(secretsVersionOf(changed)).not.toBe(secretsVersionOf(before));
+    expect(secretsVersionOf({ ...before })).toBe(secretsVersionOf(before));
   });
 
-  it('decides a body stored without a version by when it was created', () => {
+  it('decides a delivery without a recorded version by when it was created', () => {
     const views = new RequestViews(box);
     const changedAt = new Date(Date.now() - 3_600_000);
     const webhook = webhookWith('a-value', changedAt);
     const id = randomUUID();
-    const legacy = box.encrypt('{"t":"a-value"}', { column: 'deliveries.body_encrypted', row: id });
-    expect(views.view(webhook, sent(legacy, id, new Date(changedAt.getTime() + WEBHOOK_CONFIG_TTL_MS)), 60).body).toBe('[redacted]');
-    expect(views.view(webhook, sent(legacy, id, new Date(changedAt.getTime() + WEBHOOK_CONFIG_TTL_MS + 1)), 60).body).toBe('{"t":"[redacted]"}');
+    const legacy = sealBody(box, '{"t":"a-value"}', id, webhook);
+    expect(views.view(webhook, sent(legacy, id, null, new Date(changedAt.getTime() + WEBHOOK_CONFIG_TTL_MS)), 60).body).toBe('[redacted]');
+    expect(views.view(webhook, sent(legacy, id, null, new Date(changedAt.getTime() + WEBHOOK_CONFIG_TTL_MS + 1)), 60).body).toBe('{"t":"[redacted]"}');
   });
 
   it('withholds the body with its marker when redaction runs past its budget', () => {
     const webhook = webhookWith('v');
     const id = randomUUID();
-    const stored = sealBody(box, JSON.stringify({ t: 'v'.repeat(300_000) }), id, webhook);
-    expect(new RequestViews(box, 0).view(webhook, sent(stored, id), 60).body).toBe(REDACTION_WITHHELD);
+    // Escapes of every kind, so the search goes through several decodings, each a look at the (spent) budget.
+    const stored = sealBody(box, JSON.stringify({ t: 'v &amp; %41\n'.repeat(30_000) }), id, webhook);
+    expect(new RequestViews(box, 0).view(webhook, sent(stored, id, secretsVersionOf(webhook)), 60).body).toBe(REDACTION_WITHHELD);
   });
 });

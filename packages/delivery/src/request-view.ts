@@ -5,7 +5,8 @@ import { USER_AGENT } from '@gatehook/core/version';
 import { RESERVED_HEADERS } from '@gatehook/core/webhook-schema';
 import { REDACTED, REDACTION_BUDGET_MS, Redactor } from './render/redaction';
 import { deliveryHeaders } from './render/signing';
-import { openStoredBody, secretsVersionOf } from './render/stored-body';
+import { secretsVersionOf } from './render/secrets-version';
+import { openBody } from './render/stored-body';
 import { WEBHOOK_CONFIG_TTL_MS } from './webhook-configs';
 
 /** The stored secrets of a webhook, encrypted, as its row holds them. */
@@ -28,6 +29,8 @@ export interface SentDelivery {
   createdAt: Date;
   bodyEncrypted: string;
   contentType: string | null;
+  /** The version of the webhook's var and header values the body was rendered with; null when not recorded. */
+  secretsVersion: string | null;
   /** The start of the last attempt. */
   attemptAt: Date;
 }
@@ -70,12 +73,12 @@ export function secretsValidAt(
  * variable or custom header value found in the body, becomes `[redacted]` (redaction.ts, within
  * REDACTION_BUDGET_MS of CPU time). Custom headers are the webhook's current ones.
  *
- * The body is searched only for the values it was rendered with: a body records the version of the webhook's secret
- * values at its render (stored-body.ts), and one rendered with other values than the webhook holds now may carry a
- * value that is no longer stored, so cannot be looked for: it is withheld whole (`[redacted]`), whenever it was
- * rendered or stored. A body stored before versions were recorded is withheld when it was created up to
- * WEBHOOK_CONFIG_TTL_MS after the last change of those values, which a worker may have rendered from its cached
- * configuration.
+ * The body is searched only for the values it was rendered with: a delivery records the version of the webhook's
+ * secret values its body was rendered with (`deliveries.secrets_version`, secrets-version.ts), and a body rendered
+ * with other values than the webhook holds now may carry a value that is no longer stored, so cannot be looked for:
+ * it is withheld whole (`[redacted]`), whenever it was rendered or stored. A delivery without a recorded version
+ * (created before versions were recorded) is withheld when it was created up to WEBHOOK_CONFIG_TTL_MS after the last
+ * change of those values, which a worker may have rendered from its cached configuration.
  */
 export class RequestViews {
   private readonly redactors = new LRUCache<string, Redactor>({ max: REDACTORS_KEPT, maxSize: REDACTOR_CHARS_KEPT, sizeCalculation: (r) => Math.max(1, r.size) });
@@ -89,7 +92,7 @@ export class RequestViews {
   view(webhook: WebhookSecrets, delivery: SentDelivery, rotationOverlapSeconds: number): RequestView {
     const { box } = this;
     const row = webhook.id;
-    const { body, secretsVersion } = openStoredBody(box, delivery.bodyEncrypted, delivery.id);
+    const body = openBody(box, delivery.bodyEncrypted, delivery.id);
     const custom = webhook.headersEncrypted ? box.decryptMap(webhook.headersEncrypted, { column: 'webhooks.headers_encrypted', row }) : {};
     const secrets = secretsValidAt(
       {
@@ -119,9 +122,9 @@ export class RequestViews {
     if (webhook.auth !== undefined && webhook.auth !== null) headers.authorization = REDACTED;
     const current = secretsVersionOf(webhook);
     const renderedWithOthers =
-      secretsVersion === null
+      delivery.secretsVersion === null
         ? webhook.secretsChangedAt !== null && delivery.createdAt.getTime() <= webhook.secretsChangedAt.getTime() + WEBHOOK_CONFIG_TTL_MS
-        : secretsVersion !== current;
+        : delivery.secretsVersion !== current;
     if (renderedWithOthers) return { content_type: contentType, headers, body: REDACTED };
     return { content_type: contentType, headers, body: this.redactorOf(webhook, current, custom).redact(body, threadClock.deadline(this.budgetMs)) };
   }

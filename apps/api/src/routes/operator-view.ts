@@ -9,7 +9,11 @@ export const MAX_STATS_HOURS = 168;
 const requestSchema = z.object({
   content_type: z.string(),
   headers: z.record(z.string(), z.string()).describe('as sent by the last attempt; custom header values are [redacted]'),
-  body: z.string().describe('the body as sent, every variable and custom header value replaced by [redacted]'),
+  body: z
+    .string()
+    .describe(
+      'the body as sent, every variable and custom header value replaced by [redacted]; "[redacted]" alone when it was rendered with values the webhook no longer holds, and "[redacted: …]" when it could not be searched within the redaction budget',
+    ),
 });
 const bucketSchema = z.object({
   start: z.iso.datetime().describe('start of the hour (UTC)'),

@@ -42,7 +42,7 @@ export async function getSentRequest(deps: OperatorViewDeps, orgId: string, webh
       // Its requests carry an access token the view shows redacted (CONTRACT 20).
       auth: webhook.auth,
     },
-    delivery: { id: deliveryId, createdAt: sent.createdAt, bodyEncrypted: sent.bodyEncrypted, contentType: sent.contentType, attemptAt: sent.lastAttemptAt },
+    delivery: { id: deliveryId, createdAt: sent.createdAt, bodyEncrypted: sent.bodyEncrypted, contentType: sent.contentType, secretsVersion: sent.secretsVersion, attemptAt: sent.lastAttemptAt },
     rotationOverlapSeconds: deps.rotationOverlapSeconds,
   });
 }

@@ -4,8 +4,9 @@
  * - {@link commitBatch}: a flush of a webhook's batch buffer (takes the entries out of the buffer in the same statement);
  * - {@link createReplayedDeliveries}: a replay task's page (in the task's transaction).
  * Every created row starts with no attempt: `attempt_count`, `cycle_attempts` and `throttled_streak` 0. A delivery
- * is created `pending` (due at `next_retry_at`) with a sealed body, or `failed` with its `error` and no body (a
- * render error, an event over 1 MB alone): the caller's plan decided which.
+ * is created `pending` (due at `next_retry_at`) with a sealed body and the version of the secret values it was
+ * rendered with, or `failed` with its `error` and no body (a render error, an event over 1 MB alone): the caller's
+ * plan decided which.
  */
 import type { Db, Pool, Prisma } from '../client';
 import type { DeliveryStatus } from './status';
@@ -19,6 +20,8 @@ export interface NewDelivery {
   status: Extract<DeliveryStatus, 'pending' | 'failed'>;
   bodyEncrypted: string | null;
   contentType: string | null;
+  /** The version of the webhook's var and header values the body was rendered with; null without a body. */
+  secretsVersion: string | null;
   error: string | null;
   nextRetryAt: Date | null;
 }
@@ -30,7 +33,7 @@ const uuidArray = (ids: readonly string[]) => `{${ids.join(',')}}`;
 
 /** The columns every create writes, in the order of the statements' SELECT lists. */
 const INSERT_COLUMNS = `id, org_id, webhook_id, status, event_ids, event_count, body_encrypted, content_type, error,
-               next_retry_at, created_at, updated_at`;
+               next_retry_at, created_at, updated_at, secrets_version`;
 
 /**
  * commitFanout: commits a fan-out in one statement.
@@ -68,8 +71,8 @@ export async function commitFanout(
            ), given AS MATERIALIZED (
              -- Materialised, so that each delivery's event id list is parsed once.
              SELECT g.*, g.event_ids_text::uuid[] AS event_ids
-             FROM unnest($4::uuid[], $5::uuid[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[])
-               AS g(id, webhook_id, event_ids_text, status, body, content_type, error, next_retry_at)
+             FROM unnest($4::uuid[], $5::uuid[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[], $15::text[])
+               AS g(id, webhook_id, event_ids_text, status, body, content_type, error, next_retry_at, secrets_version)
            ), missing AS (
              -- Deliveries with an event this call did not claim: one anti-join of every delivery's events against the
              -- claimed ids (hashed), whether there are ten deliveries of 100 events or 1,000 of one.
@@ -80,7 +83,7 @@ export async function commitFanout(
            ), d AS (
              INSERT INTO deliveries (${INSERT_COLUMNS}, leased_until)
              SELECT x.id, $1, x.webhook_id, ${asStatus('x.status')}, x.event_ids, cardinality(x.event_ids),
-               x.body, x.content_type, x.error, x.next_retry_at, $3, $3, CASE WHEN x.status = 'pending' THEN $14::timestamptz END
+               x.body, x.content_type, x.error, x.next_retry_at, $3, $3, x.secrets_version, CASE WHEN x.status = 'pending' THEN $14::timestamptz END
              FROM x WHERE x.whole
              RETURNING id
            ), b AS (
@@ -100,6 +103,7 @@ export async function commitFanout(
       d.map((x) => x.id), d.map((x) => x.webhookId), d.map((x) => uuidArray(x.eventIds)), d.map((x) => x.status), d.map((x) => x.bodyEncrypted),
       d.map((x) => x.contentType), d.map((x) => x.error), d.map((x) => iso(x.nextRetryAt)),
       input.batchItems.map((b) => b.webhookId), input.batchItems.map((b) => b.eventId), iso(input.leasedUntil ?? null),
+      d.map((x) => x.secretsVersion),
     ],
   });
   const ids = (joined: string | null | undefined) => (joined ? joined.split(',') : []);
@@ -130,16 +134,16 @@ export async function commitBatch(
            ), ins AS (
              INSERT INTO deliveries (${INSERT_COLUMNS})
              SELECT x.id, $3, $1, ${asStatus('x.status')}, string_to_array(x.events, ',')::uuid[],
-               cardinality(string_to_array(x.events, ',')), x.body, x.content_type, x.error, x.next_retry_at, $4, $4
-             FROM unnest($5::uuid[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[])
-               AS x(id, events, status, body, content_type, error, next_retry_at)
+               cardinality(string_to_array(x.events, ',')), x.body, x.content_type, x.error, x.next_retry_at, $4, $4, x.secrets_version
+             FROM unnest($5::uuid[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::text[])
+               AS x(id, events, status, body, content_type, error, next_retry_at, secrets_version)
              WHERE (SELECT ok FROM ok)
            )
            SELECT ok FROM ok`,
     values: [
       input.webhookId, input.eventIds, input.orgId, input.now.toISOString(),
       d.map((x) => x.id), d.map((x) => x.eventIds.join(',')), d.map((x) => x.status), d.map((x) => x.bodyEncrypted),
-      d.map((x) => x.contentType), d.map((x) => x.error), d.map((x) => iso(x.nextRetryAt)),
+      d.map((x) => x.contentType), d.map((x) => x.error), d.map((x) => iso(x.nextRetryAt)), d.map((x) => x.secretsVersion),
     ],
   });
   return rows[0]?.ok ?? false;
@@ -163,11 +167,11 @@ export async function createReplayedDeliveries(
   return tx.$executeRawUnsafe(
     `INSERT INTO deliveries (${INSERT_COLUMNS})
      SELECT x.id, $1::uuid, $2::uuid, ${asStatus('x.status')}, x.event_ids::uuid[], cardinality(x.event_ids::uuid[]),
-       x.body, x.content_type, x.error, x.next_retry_at, $3::timestamptz, $3::timestamptz
-     FROM unnest($4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[])
-       AS x(id, event_ids, status, body, content_type, error, next_retry_at)`,
+       x.body, x.content_type, x.error, x.next_retry_at, $3::timestamptz, $3::timestamptz, x.secrets_version
+     FROM unnest($4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[], $11::text[])
+       AS x(id, event_ids, status, body, content_type, error, next_retry_at, secrets_version)`,
     input.orgId, input.webhookId, input.now.toISOString(),
     d.map((x) => x.id), d.map((x) => uuidArray(x.eventIds)), d.map((x) => x.status), d.map((x) => x.bodyEncrypted),
-    d.map((x) => x.contentType), d.map((x) => x.error), d.map((x) => iso(x.nextRetryAt)),
+    d.map((x) => x.contentType), d.map((x) => x.error), d.map((x) => iso(x.nextRetryAt)), d.map((x) => x.secretsVersion),
   );
 }

@@ -4,6 +4,7 @@ import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import { sanitiseText } from '@gatehook/core/sanitise';
 import type { NewDelivery } from '@gatehook/db/delivery/create';
 import { packBodies, type RenderedEvent } from './bodies';
+import { secretsVersionOf } from './secrets-version';
 import { sealBody } from './stored-body';
 import type { AuditEventData } from './envelope';
 import type { LiveWebhook } from '../webhook-configs';
@@ -56,6 +57,7 @@ export function failedDelivery(webhookId: string, eventId: string, error: string
     bodyEncrypted: null,
     body: null,
     contentType: null,
+    secretsVersion: null,
     // A render error quotes template text of any length: stored, it goes through the one sanitiser.
     error: sanitiseText(error),
     nextRetryAt: null,
@@ -74,6 +76,7 @@ export function packDeliveries(
 ): PreparedDelivery[] {
   const deliveries: PreparedDelivery[] = [];
   const { bodies, oversized } = packBodies(webhook.format, rendered, webhook.maxEvents);
+  const secretsVersion = secretsVersionOf(webhook);
   for (const eventId of oversized) deliveries.push(failedDelivery(webhook.id, eventId, deliveryError('payload_too_large', 'the event alone exceeds the 1 MB body limit')));
   for (const body of bodies) {
     const id = uuidv7();
@@ -85,6 +88,7 @@ export function packDeliveries(
       bodyEncrypted: sealBody(box, body.body, id, webhook),
       body: body.body,
       contentType: body.contentType,
+      secretsVersion,
       error: null,
       nextRetryAt: now,
     });

@@ -93,6 +93,14 @@ describe('Redactor', () => {
     expect(JSON.parse(shown)).toEqual(events.map((e) => ({ ...e, v: REDACTED })));
   });
 
+  it('searches a body made of nothing but the starts of escapes in one pass each', () => {
+    // `&` without `;`, `\\` before non-hex, `%` before a broken sequence: each looked at once, never to the body's end.
+    const redactor = new Redactor(['sk_live_value']);
+    for (const body of ['&'.repeat(1_000_000), '\\u00'.repeat(250_000), '%e2%'.repeat(250_000), 'a '.repeat(500_000)]) {
+      expect(redactor.redact(`${body}sk_live_value`)).toBe(`${body}${REDACTED}`);
+    }
+  });
+
   it('withholds the body whole when its deadline passes, or when it is longer than any stored body', () => {
     const redactor = new Redactor(SECRETS);
     const body = JSON.stringify({ a: SECRETS[0], b: 'x'.repeat(200_000) });

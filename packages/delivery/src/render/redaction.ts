@@ -93,9 +93,12 @@ function jsonEscape(s: string, i: number): Token {
 const MAX_REFERENCE_DIGITS = 10;
 
 function htmlReference(s: string, i: number): Token {
-  const end = s.indexOf(';', i + 1);
-  if (end === -1 || end - i > MAX_REFERENCE_DIGITS + 3) return null;
-  const name = s.slice(i + 1, end);
+  // Within the longest reference only: a search to the end of the body from every `&` would be quadratic.
+  const window = s.slice(i + 1, i + MAX_REFERENCE_DIGITS + 4);
+  const semicolon = window.indexOf(';');
+  if (semicolon === -1) return null;
+  const end = i + 1 + semicolon;
+  const name = window.slice(0, semicolon);
   const named = NAMED_ENTITIES[name];
   if (named !== undefined) return { text: named, length: end - i + 1 };
   const numeric = /^#(?:([0-9]+)|[xX]([0-9a-fA-F]+))$/.exec(name);
@@ -122,49 +125,84 @@ function urlEscape(s: string, i: number): Token {
   return text.includes('\ufffd') ? null : { text, length: 3 * count };
 }
 
-/** Decodes `s` in one pass; null when it holds no escape of these kinds (the decoding is `s` itself). */
+/** The characters an escape of these kinds starts with, as a global pattern (a character class: no backtracking). */
+function escapeStarts(escapes: Escapes): RegExp {
+  const chars = `${escapes.json ? '\\\\' : ''}${escapes.html ? '&' : ''}${escapes.url ? '%' : ''}${escapes.plus ? '+' : ''}`;
+  return new RegExp(`[${chars}]`, 'g');
+}
+
+/** One escape of these kinds at `i` (which holds one of their start characters), decoded; null when none is. */
+function escapeAt(s: string, i: number, escapes: Escapes): Token {
+  const c = s[i];
+  if (c === '\\') return escapes.json ? jsonEscape(s, i) : null;
+  if (c === '&') return escapes.html ? htmlReference(s, i) : null;
+  if (c === '%') return escapes.url ? urlEscape(s, i) : null;
+  return c === '+' && escapes.plus ? { text: ' ', length: 1 } : null;
+}
+
+/**
+ * Decodes `s` in one pass; null when it holds no escape of these kinds (the decoding is `s` itself). The text
+ * between two escapes is copied whole, so the cost is a pattern search for their start characters plus the escapes.
+ */
 function decode(s: string, escapes: Escapes, deadline: Deadline): Decoded | null {
+  const pattern = escapeStarts(escapes);
+  let match = pattern.exec(s);
+  if (match === null) return null;
   const starts = new Int32Array(s.length + 1);
   const out: string[] = [];
   let length = 0;
+  let copied = 0;
   let changed = false;
   let checkAt = DEADLINE_EVERY_CHARS;
-  for (let i = 0; i < s.length; ) {
+  const copy = (to: number) => {
+    if (to <= copied) return;
+    out.push(s.slice(copied, to));
+    for (let k = copied; k < to; k++) starts[length++] = k;
+    copied = to;
+  };
+  while (match !== null) {
+    const i = match.index;
     if (i >= checkAt) {
       if (deadline.passed()) throw new BudgetSpent();
       checkAt = i + DEADLINE_EVERY_CHARS;
     }
-    const c = s[i]!;
-    let token: Token = null;
-    if (c === '\\' && escapes.json) token = jsonEscape(s, i);
-    else if (c === '&' && escapes.html) token = htmlReference(s, i);
-    else if (c === '%' && escapes.url) token = urlEscape(s, i);
-    else if (c === '+' && escapes.plus) token = { text: ' ', length: 1 };
-    if (token === null) token = { text: c, length: 1 };
-    else changed = true;
-    // Every unit of a decoded character starts where its escape did.
-    for (let k = 0; k < token.text.length; k++) starts[length + k] = i;
-    out.push(token.text);
-    length += token.text.length;
-    i += token.length;
+    copy(i);
+    const token = escapeAt(s, i, escapes);
+    if (token === null) {
+      copy(i + 1);
+    } else {
+      changed = true;
+      out.push(token.text);
+      // Every unit of a decoded character starts where its escape did.
+      for (let k = 0; k < token.text.length; k++) starts[length++] = i;
+      copied = i + token.length;
+    }
+    pattern.lastIndex = copied;
+    match = pattern.exec(s);
   }
   if (!changed) return null;
+  copy(s.length);
   starts[length] = s.length;
   return { text: out.join(''), starts: starts.subarray(0, length + 1) };
 }
 
 /** Hex digits in lower case, a space between two of them dropped: what `printf "%x"` and `"% x"` print, in one form. */
 function compactHex(s: string, deadline: Deadline): Decoded {
+  // Same length: upper-case hex digits in lower case.
+  const lower = s.replace(/[A-F]+/g, (run) => run.toLowerCase());
+  if (deadline.passed()) throw new BudgetSpent();
   const starts = new Int32Array(s.length + 1);
   const out: string[] = [];
   let length = 0;
-  for (let i = 0; i < s.length; i++) {
-    if (i % DEADLINE_EVERY_CHARS === 0 && i > 0 && deadline.passed()) throw new BudgetSpent();
-    const c = s.charCodeAt(i);
-    if (c === 32 && i > 0 && isHex(s.charCodeAt(i - 1)) && isHex(s.charCodeAt(i + 1))) continue;
-    starts[length++] = i;
-    out.push(c >= 65 && c <= 70 ? String.fromCharCode(c | 0x20) : s[i]!);
+  let copied = 0;
+  const spaces = /(?<=[0-9a-f]) (?=[0-9a-f])/g;
+  for (let match = spaces.exec(lower); match !== null; match = spaces.exec(lower)) {
+    out.push(lower.slice(copied, match.index));
+    for (let k = copied; k < match.index; k++) starts[length++] = k;
+    copied = match.index + 1;
   }
+  out.push(lower.slice(copied));
+  for (let k = copied; k < s.length; k++) starts[length++] = k;
   starts[length] = s.length;
   return { text: out.join(''), starts: starts.subarray(0, length + 1) };
 }
@@ -230,8 +268,14 @@ export class Redactor {
 
   private search(body: string, deadline: Deadline): string {
     const found: number[] = [];
+    const searched: string[] = [];
     const look = (decoded: Decoded | null, needles: readonly string[]) => {
+      // A decoding that changed nothing, or gave a text already searched, finds nothing new.
       if (decoded === null) return;
+      if (needles === this.texts) {
+        if (searched.includes(decoded.text)) return;
+        searched.push(decoded.text);
+      }
       for (const needle of needles) {
         if (deadline.passed()) throw new BudgetSpent();
         const { text, starts } = decoded;
