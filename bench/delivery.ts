@@ -750,7 +750,7 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
       let cost: Cost | undefined;
       let delivered = 0;
       const oneWorker = await arrivalsPerSecond(receiver, seconds, ingestFeed(single, receiver, 100, 2000), async () => {
-        const window = await meter(rig.apiProcess, [worker]);
+        const window = await meter(rig.apiProcess, [worker], rig.db);
         return async (arrived) => {
           delivered = arrived;
           cost = await window.end(arrived);
