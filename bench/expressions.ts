@@ -25,7 +25,7 @@ export const SAMPLE_EVENT: AuditEventData = {
 
 const CONDITION = 'event.action.startsWith("anomaly_finding.") && event.payload.severity in ["high", "critical"] && event.payload.score > 0.5';
 
-// A Slack incoming-webhook body: the shape the README's destinations section describes.
+// A Slack incoming-webhook body.
 const SLACK_TEMPLATE = `{"channel": {{ json .Vars.CHANNEL }},
  "text": {{ printf "%s: %s" .String (escape .ResourceDisplayName) | json }},
  "blocks": [{"type": "section", "text": {"type": "mrkdwn",

@@ -42,7 +42,7 @@ async function seedFailedDeliveries(rig: Rig, orgId: string, webhookId: string, 
       const id = randomUUID();
       return {
         id, orgId, webhookId, status: 'failed' as const, eventIds: [eventId], eventCount: 1,
-        bodyEncrypted: sealBody(box, body, id, { varNames: [] }), contentType: 'application/json', error: 'attempts_exhausted',
+        bodyEncrypted: sealBody(box, body, id, { varNames: [], varsEncrypted: null, headersEncrypted: null }), contentType: 'application/json', error: 'attempts_exhausted',
         attemptCount: 8, cycleAttempts: 8, createdAt,
       };
     });

@@ -1,9 +1,10 @@
 // `pnpm start`: apply migrations, then run the API and one worker in this terminal. If either exits, the other
 // is stopped and start exits with its code; SIGINT/SIGTERM are passed on so both shut down gracefully.
-// In development it also lets deliveries reach `pnpm gatehook listen` on this machine (developmentEgressEnv).
+// NODE_ENV unset means development only when the database is on this machine (developerCommandEnv); in development
+// it also lets deliveries reach `pnpm gatehook listen` on this machine (developmentEgressEnv).
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { parseConfig } from '@gatehook/core/config';
+import { developerCommandEnv, parseConfig } from '@gatehook/core/config';
 import { SERVICE_NODE_FLAGS } from '@gatehook/core/service';
 import { applyMigrations } from '@gatehook/db/migrate';
 import { developmentEgressEnv } from '@gatehook/egress/development-ca';
@@ -11,7 +12,8 @@ import { developmentEgressEnv } from '@gatehook/egress/development-ca';
 const root = path.resolve(__dirname, '..');
 
 async function main(): Promise<void> {
-  const env = { ...process.env, ...developmentEgressEnv(process.env) };
+  const command = developerCommandEnv(process.env);
+  const env = { ...command, ...developmentEgressEnv(command) };
   const config = parseConfig(env);
   const result = await applyMigrations(config.DATABASE_URL);
   process.stderr.write(`migrations: ${result.applied.length} applied, ${result.alreadyApplied.length} already applied\n`);

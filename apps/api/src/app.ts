@@ -12,6 +12,7 @@ import { registerStatementMetric } from '@gatehook/db/metrics';
 import type { Sender } from '@gatehook/delivery/render/request';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
 import type { RenderPool } from '@gatehook/delivery/render/pool';
+import { WebhookPace } from '@gatehook/delivery/webhook-pace';
 import { parseCidrList, type HostLookup } from '@gatehook/egress/address-policy';
 import type { RateLimiter } from '@gatehook/ratelimit/limiter';
 import { MemoryCounterStore } from '@gatehook/ratelimit/stores/memory';
@@ -36,6 +37,8 @@ import { rateLimitRuleRoutes } from './routes/rate-limit-rules';
 import { taskRoutes } from './routes/tasks';
 import { webhookRoutes } from './routes/webhooks';
 import { commitHooks } from './services/commit-hooks';
+import { rateLimitCheck, type RateLimitCheck } from './services/rate-limit-check';
+import { WebhookStats } from './services/webhook-stats';
 
 export interface AppDeps {
   config: Config;
@@ -62,15 +65,17 @@ export interface Api {
   app: Express;
   /** What the HTTP server calls: the check path ahead of Express, everything else through the app. */
   listener: RequestListener;
+  /** The rate limit check behind POST /rate-limits/check, for the gRPC interface to share (CONTRACT 19). */
+  check: RateLimitCheck;
 }
 
 /** Builds the API (see {@link Api}). */
 export function createApi(deps: AppDeps): Api {
   const app = createApp(deps);
-  return { app: app.express, listener: withFastPaths(app.fast, app.express, deps.logger, app.observe) };
+  return { app: app.express, listener: withFastPaths(app.fast, app.express, deps.logger, app.observe), check: app.check };
 }
 
-function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; observe: (route: string, status: number, seconds: number) => void } {
+function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; observe: (route: string, status: number, seconds: number) => void; check: RateLimitCheck } {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -88,18 +93,19 @@ function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; obse
   });
   const decisions = new Counter({
     name: 'gatehook_rate_limit_decisions_total',
-    help: 'Rate limit checks by outcome (allowed, denied) and source (memory, redis, fallback, fail_open, fail_closed, no_rules)',
-    labelNames: ['outcome', 'source'],
+    help: 'Rate limit checks by outcome (allowed, denied), source (memory, redis, fallback, fail_open, fail_closed, no_rules) and interface (http, grpc)',
+    labelNames: ['outcome', 'source', 'interface'],
     registers: [registry],
   });
 
   // The gateway's hot paths, answered before Express for their exact URLs (./http/fast-path.ts): the check
   // (CONTRACT 8; docs/rate-limits.md "The check path"), also a route ahead of every middleware below for its other
   // spellings, and ingestion (CONTRACT 6), whose other spellings take its regular route.
-  const check = checkPath({ keys: deps.apiKeys, limiter: deps.limiter, decisions });
-  app.post(CHECK_ROUTE, check.route);
+  const check = rateLimitCheck(deps.limiter, decisions);
+  const checkFast = checkPath({ keys: deps.apiKeys, check });
+  app.post(CHECK_ROUTE, checkFast.route);
   const ingestDeps = { db: deps.db, queues: deps.queues, logger: deps.logger };
-  const fast = [check, ingestionPath(deps.apiKeys, ingestDeps)];
+  const fast = [checkFast, ingestionPath(deps.apiKeys, ingestDeps)];
   const observe = (route: string, status: number, seconds: number) => requestDuration.observe({ method: 'POST', route, status: String(status) }, seconds);
 
   app.use((req, res, next) => {
@@ -123,8 +129,8 @@ function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; obse
     ...eventTypeRoutes(),
     ...destinationRoutes(deps.render),
     ...auditEventRoutes(ingestDeps),
-    ...deliveryRoutes({ db: deps.db, box: deps.box, queues: deps.queues, send: deps.send, render: deps.render }),
-    ...operatorViewRoutes({ db: deps.db, box: deps.box, rotationOverlapSeconds: deps.config.SECRET_ROTATION_OVERLAP_SECONDS }),
+    ...deliveryRoutes({ db: deps.db, box: deps.box, queues: deps.queues, send: deps.send, render: deps.render, pace: new WebhookPace(deps.redis, { prefix: deps.config.REDIS_PREFIX, logger: deps.logger }) }),
+    ...operatorViewRoutes({ db: deps.db, render: deps.render, rotationOverlapSeconds: deps.config.SECRET_ROTATION_OVERLAP_SECONDS, stats: new WebhookStats(deps.config.DELIVERY_TIMEOUT_MS) }),
     ...taskRoutes({ db: deps.db, queues: deps.queues, retentionDays: deps.config.DELIVERY_RETENTION_DAYS }),
     ...notificationRoutes(deps.db),
     ...webhookRoutes({
@@ -135,7 +141,7 @@ function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; obse
       ...(deps.lookup ? { lookup: deps.lookup } : {}),
       hooks,
     }),
-    ...rateLimitCheckRoutes({ limiter: deps.limiter, decisions }),
+    ...rateLimitCheckRoutes({ check }),
     ...rateLimitRuleRoutes({ db: deps.db, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, logger: deps.logger, hooks }),
   ];
   const openapi = buildOpenApi(routes, GATEHOOK_VERSION);
@@ -166,5 +172,5 @@ function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; obse
   app.use(router);
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
-  return { express: app, fast, observe };
+  return { express: app, fast, observe, check };
 }

@@ -7,7 +7,7 @@ import { parsePermissions, ROLES } from '@gatehook/core/api-keys';
 import { issueApiKey, revokeApiKey } from '@gatehook/db/api-keys';
 import { createDb } from '@gatehook/db/client';
 import { applyMigrations } from '@gatehook/db/migrate';
-import { loadConfig } from './env';
+import { loadCommandConfig } from './env';
 import { announceApiKeyChange } from './http/api-keys';
 import { startListener } from './listen';
 
@@ -83,7 +83,7 @@ async function run(argv: string[]): Promise<string | undefined> {
   const [group, command, ...rest] = argv;
   // The receiver needs neither the database nor the service's configuration.
   if (group === 'listen') return listen(argv.slice(1));
-  const config = loadConfig();
+  const config = loadCommandConfig();
   if (group === 'db' && command === 'migrate') {
     const result = await applyMigrations(config.DATABASE_URL);
     return JSON.stringify({ applied: result.applied, already_applied: result.alreadyApplied.length });

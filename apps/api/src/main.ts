@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { InvalidationBus } from '@gatehook/cache/invalidation';
 import { SecretBox } from '@gatehook/core/encryption';
@@ -11,6 +12,7 @@ import { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { RenderPool } from '@gatehook/delivery/render/pool';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createApi } from './app';
+import { startGrpcServer, type RunningGrpcServer } from './grpc/server';
 import { startApiKeyCache } from './http/api-keys';
 import { startConfiguredRateLimiter } from './services/rate-limit-check';
 import { loadConfig } from './env';
@@ -52,6 +54,14 @@ async function main(): Promise<RunningService> {
     send: (request) => egress.send(request),
   });
 
+  // Envoy's rate limit service over the same check (CONTRACT 19), listening before /healthz can answer.
+  let grpc: RunningGrpcServer | null = null;
+  if (config.GRPC_PORT !== 0) {
+    const tls = config.GRPC_TLS_CERT_FILE ? { certChain: readFileSync(config.GRPC_TLS_CERT_FILE), privateKey: readFileSync(config.GRPC_TLS_KEY_FILE) } : undefined;
+    grpc = await startGrpcServer({ port: config.GRPC_PORT, tls, keys: apiKeys, check: api.check, logger });
+    logger.info({ port: grpc.port, tls: tls !== undefined }, 'grpc listening');
+  }
+
   const server = createServer(api.listener);
   // Idle keep-alive connections are kept longer than load balancers and gateway clients keep theirs (60 s is
   // common), so a client never sends a request on a connection the API is closing at that instant (Node's 5 s
@@ -71,7 +81,7 @@ async function main(): Promise<RunningService> {
       // each one as soon as it is idle, so shutdown waits for requests, not for idle connections.
       server.closeIdleConnections();
       const idle = setInterval(() => server.closeIdleConnections(), 50);
-      await once(server, 'close').catch(() => undefined);
+      await Promise.all([once(server, 'close').catch(() => undefined), grpc?.close()]);
       clearInterval(idle);
       await Promise.allSettled([queues.close(), egress.close(), rateLimiting.close(), render.close()]);
       subscriber.disconnect();

@@ -3,8 +3,10 @@
 // in this process, so a blocked event loop shows up directly as a slow /healthz.
 
 import { randomUUID } from 'node:crypto';
+import { SecretBox } from '@gatehook/core/encryption';
 import { MAX_INLINE_ATTEMPTS } from '@gatehook/api/services/deliveries';
 import { MAX_INGEST_NODES } from '@gatehook/delivery/audit-event-input';
+import { sealBody } from '@gatehook/delivery/render/stored-body';
 import { createTestOrg, startTestApi, type TestApi, type TestOrg } from '@gatehook/testkit/api';
 import { auditEvent } from '@gatehook/testkit/stack';
 import { testLookup } from './lookup';
@@ -114,6 +116,47 @@ describe('webhook save with a hostile template or condition', () => {
     const r = await api.call('POST', '/webhooks', { key: org.admin, body: { ...base, condition } });
     expect(r.status).toBe(422);
     expect(r.body.error.details).toEqual([{ path: 'condition', message: expect.stringMatching(/concatenation/) }]);
+  });
+});
+
+describe('request view of a delivery built to make redaction slow', () => {
+  it('answers with every value redacted, /healthz within 1 s, for values of line breaks and the largest values and body', async () => {
+    // A value of line breaks between two characters (each may be printed raw, escaped or dropped by ndjson packing),
+    // and 49 more variables and 50 header values of the largest size.
+    const breaks = `x${'\n'.repeat(40)}y`;
+    const big = (i: number) => `${i}-`.padEnd(4096, 'abcdefghijklmnopqrstuvwxyz'[i % 26]!);
+    const vars: Record<string, string> = { breaks };
+    for (let i = 0; i < 49; i++) vars[`v${i}`] = big(i);
+    const headers: Record<string, string> = {};
+    for (let i = 0; i < 50; i++) headers[`X-H${i}`] = big(100 + i);
+    const created = await api.call('POST', '/webhooks', { key: org.admin, body: { ...base, vars, headers } });
+    expect(created.status).toBe(201);
+    const webhook = await api.db.webhook.findUniqueOrThrow({ where: { id: created.body.id } });
+    // A body of 400 KB that prints every value, and near misses of the line-break value that never match.
+    const nearMiss = `x${'\n'.repeat(39)}z`;
+    const events: Record<string, string>[] = [
+      { breaks, nearMiss },
+      ...Object.values(vars).slice(1).map((v) => ({ v })),
+      ...Object.values(headers).map((h) => ({ h })),
+      { filler: `x${'\\n'.repeat(50_000)}`.slice(0, 100_000) },
+    ];
+    const body = JSON.stringify(events);
+    expect(body.length).toBeGreaterThan(400_000);
+    const id = randomUUID();
+    await api.db.delivery.create({
+      data: { id, orgId: org.orgId, webhookId: webhook.id, status: 'succeeded', eventIds: [randomUUID()], eventCount: 1, bodyEncrypted: sealBody(new SecretBox(api.config.GATEHOOK_ENCRYPTION_KEY), body, id, webhook), contentType: 'application/json', attemptCount: 1 },
+    });
+    await api.db.deliveryAttempt.create({ data: { deliveryId: id, webhookId: webhook.id, at: new Date(), statusCode: 200, durationMs: 5 } });
+
+    const { result, slowestMs, polls } = await whileHealthz(() => api.call('GET', `/webhooks/${webhook.id}/deliveries/${id}/request`, { key: org.admin }));
+    expect(result.status).toBe(200);
+    const shown = JSON.parse(result.body.body) as Record<string, string>[];
+    expect(shown[0]!.breaks).toBe('[redacted]');
+    expect(shown[0]!.nearMiss).toBe(nearMiss);
+    expect(shown.slice(1, 100).every((e) => Object.values(e)[0] === '[redacted]')).toBe(true);
+    for (const value of [...Object.values(vars), ...Object.values(headers)]) expect(result.text).not.toContain(JSON.stringify(value).slice(1, -1));
+    expect(polls).toBeGreaterThan(0);
+    expect(slowestMs).toBeLessThan(1000);
   });
 });
 

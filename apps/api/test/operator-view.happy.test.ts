@@ -127,6 +127,21 @@ describe('a body rendered with values that changed since', () => {
     expect(r.text).not.toContain('old-token-value');
   });
 
+  it('is withheld when rendered with values since replaced, however long after the change it was stored', async () => {
+    const receiver = await stack.receiver();
+    const hook = await stack.webhook(receiver, { template: '{"token": {{ json .Vars.TOKEN }}}', vars: { TOKEN: 'stale-token-value' } });
+    await stack.settle(await stack.ingest([auditEvent()]));
+    const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
+    expect((await stack.api.call('PATCH', `/webhooks/${hook.id}`, { key: stack.org.admin, body: { vars: { TOKEN: 'fresh-token-value' } } })).status).toBe(200);
+    // The body was stored well after the change (as a worker rendering with a configuration it cached before the
+    // change would store it): what it was rendered with decides, not when it was stored.
+    await stack.api.db.$executeRaw`UPDATE webhooks SET secrets_changed_at = now() - interval '10 minutes' WHERE id = ${hook.id}::uuid`;
+    const r = await call('GET', `/webhooks/${hook.id}/deliveries/${delivery!.id}/request`);
+    expect(r.status).toBe(200);
+    expect(r.body.body).toBe('[redacted]');
+    expect(r.text).not.toContain('stale-token-value');
+  });
+
   it('is redacted as usual once rendered well after the change', async () => {
     const receiver = await stack.receiver();
     const hook = await stack.webhook(receiver, { template: '{"token": {{ json .Vars.TOKEN }}}', vars: { TOKEN: 'a-var-value' }, headers: { 'X-Key': 'header-value' } });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createTestOrg, startTestApi, type TestApi, type TestOrg } from '@gatehook/testkit/api';
+import { createTestOrg, createTestRule, startTestApi, type TestApi, type TestOrg } from '@gatehook/testkit/api';
 
 // POST /rate-limits/check against real Postgres rules and real counters, in both stores. Each test works in an
 // organisation of its own, so the counters and rule caches of tests never meet.
@@ -20,14 +20,7 @@ describe.each(['memory', 'redis'] as const)('POST /rate-limits/check (%s store)'
     return createTestOrg(api.db);
   }
 
-  async function rule(org: TestOrg, body: Record<string, unknown>): Promise<{ id: string }> {
-    const response = await api.call('POST', '/rate-limits/rules', {
-      key: org.admin,
-      body: { name: 'rule', scope: { type: 'mcp_tool_call' }, key_by: ['org'], window_seconds: 60, ...body },
-    });
-    expect(response.status).toBe(201);
-    return response.body;
-  }
+  const rule = (org: TestOrg, body: Record<string, unknown>) => createTestRule(api, org, body);
 
   async function check(org: TestOrg, call: Record<string, unknown> = {}) {
     const response = await api.call('POST', '/rate-limits/check', { key: org.member, body: { tool_key: 'github.create_issue', ...call } });

@@ -57,4 +57,15 @@ describe('pnpm start', () => {
     await expect(fetch(`http://127.0.0.1:${apiPort}/healthz`)).rejects.toThrow();
     await database.drop();
   }, 60_000);
+
+  it('runs as production when NODE_ENV is unset and the database is elsewhere: no development key', async () => {
+    const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: 'postgresql://postgres@db.example.invalid:5432/gatehook', GATEHOOK_ENCRYPTION_KEY: '' };
+    delete env.NODE_ENV;
+    const child = spawn('pnpm', ['start'], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], env });
+    let stderr = '';
+    child.stderr!.on('data', (chunk) => (stderr += chunk));
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).not.toBe(0);
+    expect(stderr).toContain('GATEHOOK_ENCRYPTION_KEY: required unless NODE_ENV is development or test (NODE_ENV is not set, which counts as production)');
+  }, 60_000);
 });

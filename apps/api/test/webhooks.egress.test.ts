@@ -1,7 +1,7 @@
 import { SecretBox } from '@gatehook/core/encryption';
 import { sqlPool } from '@gatehook/db/client';
 import { createTestOrg, startTestApi, type TestApi, type TestOrg } from '@gatehook/testkit/api';
-import { createClientCa } from '@gatehook/testkit/pki';
+import { createClientCa, selfSignedWithKey } from '@gatehook/testkit/pki';
 import { warnExpiringClientCertificates } from '@gatehook/db/webhooks';
 import { CLIENT_CERTIFICATE_WARNING_DAYS } from '@gatehook/egress/client-certificate';
 import { X509Certificate } from 'node:crypto';
@@ -80,6 +80,38 @@ describe('client_certificate (CONTRACT 18)', () => {
     const patched = await patch(id, { client_certificate: certificate });
     expect(patched.status).toBe(422);
     expect(patched.body.error.details[0].path).toBe('client_certificate');
+  });
+
+  it('refuses a client key outside EC P-256/P-384, Ed25519 and RSA 2048-4096 with 422 naming the field', async () => {
+    const weak = selfSignedWithKey('rsa:1024');
+    const created = await api.call('POST', '/webhooks', { key: org.admin, body: { ...base, client_certificate: weak } });
+    expect(created.status).toBe(422);
+    expect(created.body.error.details).toEqual([{ path: 'client_certificate.cert', message: expect.stringMatching(/RSA key of 1024 bits is not supported/) }]);
+    const mixed = await api.call('POST', '/webhooks', { key: org.admin, body: { ...base, client_certificate: { cert: first.certPem, key: weak.key } } });
+    expect(mixed.status).toBe(422);
+    expect(mixed.body.error.details).toEqual([{ path: 'client_certificate.key', message: expect.stringMatching(/RSA key of 1024 bits/) }]);
+    expect(JSON.stringify([created.body, mixed.body])).not.toContain('PRIVATE KEY');
+  });
+
+  it("must be given again or removed when the URL's origin changes, not when only its path does", async () => {
+    const created = await create({ name: 'moving', client_certificate: { cert: first.certPem, key: first.keyPem } });
+    const kept = await patch(created.id, { url: 'https://hooks.example.com/other/path' });
+    expect(kept.status).toBe(200);
+    expect(kept.body.client_certificate.fingerprint_sha256).toBe(fingerprint(first.certPem));
+
+    const refused = await patch(created.id, { url: 'https://siem.example.com/in' });
+    expect(refused.status).toBe(422);
+    expect(refused.body.error.details).toEqual([{ path: 'client_certificate', message: "must be supplied again (or set to null) when the URL's origin changes" }]);
+    expect((await api.call('GET', `/webhooks/${created.id}`, { key: org.admin })).body.url).toMatch(/^https:\/\/hooks\.example\.com\//);
+
+    const moved = await patch(created.id, { url: 'https://siem.example.com/in', client_certificate: { cert: second.certPem, key: second.keyPem } });
+    expect(moved.status).toBe(200);
+    expect(moved.body.client_certificate.fingerprint_sha256).toBe(fingerprint(second.certPem));
+    const removed = await patch(created.id, { url: 'https://hooks.example.com/in', client_certificate: null });
+    expect(removed.status).toBe(200);
+    expect(removed.body.client_certificate).toBeNull();
+    // Without a certificate there is nothing to give again.
+    expect((await patch(created.id, { url: 'https://siem.example.com/in' })).status).toBe(200);
   });
 
   it('warns the organisation once per certificate, 30 days before it expires', async () => {

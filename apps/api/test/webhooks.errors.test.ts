@@ -52,6 +52,8 @@ const fieldRules: [string, Record<string, unknown>, string][] = [
   ['reserved header transfer-encoding', { headers: { 'Transfer-Encoding': 'chunked' } }, 'headers.Transfer-Encoding'],
   ['reserved header connection', { headers: { connection: 'close' } }, 'headers.connection'],
   ['header name with a space', { headers: { 'X Bad': 'x' } }, 'headers.X Bad'],
+  ['header value with a control character', { headers: { 'X-Token': 'Bearer a\u0007b' } }, 'headers.X-Token'],
+  ['header value with a character past U+00FF', { headers: { 'X-Token': 'Bearer ✓' } }, 'headers.X-Token'],
   ['header name with a colon', { headers: { 'X-Bad:': 'x' } }, 'headers.X-Bad:'],
   ['header value with CR LF', { headers: { 'X-Token': 'a\r\nSet-Cookie: x' } }, 'headers.X-Token'],
   ['header value with LF', { headers: { 'X-Token': 'a\nb' } }, 'headers.X-Token'],

@@ -1,7 +1,7 @@
 import { closeRedis } from '@gatehook/core/service';
 import { DelayedError, type Job } from 'bullmq';
 import type { Config } from '@gatehook/core/config';
-import { connectRedis, isCluster, redisTarget } from '@gatehook/core/redis';
+import { connectRedis, redisTarget } from '@gatehook/core/redis';
 import type { SecretBox } from '@gatehook/core/encryption';
 import type { Logger } from '@gatehook/core/logger';
 import { inSpan, withTraceparent } from '@gatehook/core/tracing';
@@ -21,10 +21,9 @@ import { WebhookPace } from '@gatehook/delivery/webhook-pace';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics';
 import { QueueConsumer, startWatchdog, type Processor } from './consumers';
-import { startLegacyDrain, type LegacyDrain } from './legacy-queues';
 import { startPeriodic, type Periodic } from './periodic';
 import { TASK_CONCURRENCY, taskProcessor } from './processors/tasks';
-import { reconcileOnce } from './reconciler';
+import { reconcileOnce, SharedOverdueSweep } from './reconciler';
 import { sweepRetention } from './retention';
 import { warnExpiringCertificates } from './certificate-expiry';
 
@@ -43,8 +42,6 @@ export interface Engine {
   /** The consumers of every queue and shard (the periodic queue's included). */
   consumers(): readonly QueueConsumer[];
   periodic: Periodic;
-  /** The drain of the queues of earlier versions (null on a cluster, where they never worked). */
-  legacy: LegacyDrain | null;
   /** Readiness: a round trip through every queue this worker consumes (bounded by the caller). */
   roundTrip(): Promise<void>;
   /** This worker's webhook configuration cache (tests drop an organisation's entry once they wrote behind the API). */
@@ -85,7 +82,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
   const queues = new DeliveryQueues(producer, prefix, { shards: config.DELIVERY_QUEUE_SHARDS });
   const pool = sqlPool(db);
   const metrics = createWorkerMetrics(queues, pool);
-  const egress = egressClientFromConfig(config);
+  const egress = egressClientFromConfig(config, { onTokenFetch: (outcome) => metrics.tokenFetches.inc({ outcome }) });
 
   const bus = new InvalidationBus(subscriber, prefix);
   const configs = new WebhookConfigs(db, box, { logger });
@@ -213,6 +210,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     batchLingerMs: config.BATCH_LINGER_MS,
     logger,
     onReenqueued: (kind: 'events' | 'deliveries' | 'batches', count: number) => metrics.reenqueued.inc({ kind }, count),
+    sweep: new SharedOverdueSweep(producer, prefix),
     ...(deps.reconcilerGrace ? { grace: deps.reconcilerGrace } : {}),
   };
   const retention = () => sweepRetention(db, config.DELIVERY_RETENTION_DAYS, logger, { width: config.HISTORY_PARTITION });
@@ -250,7 +248,6 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     logger,
     onError: (queue) => metrics.redisErrors.inc({ where: 'watchdog', queue }),
   });
-  const legacy = isCluster(target) ? null : startLegacyDrain({ connection: workerConnection, prefix, processors, logger });
   const roundTripQueues = [...queues.all(), periodic.queue];
 
   let closing: Promise<void> | null = null;
@@ -260,12 +257,10 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     configs,
     consumers: allConsumers,
     periodic,
-    legacy,
     roundTrip: () => queueRoundTrip(roundTripQueues),
     close() {
       closing ??= (async () => {
         await watchdog.stop();
-        await legacy?.close();
         await Promise.allSettled([...consumers.map((c) => c.close()), periodic.close()]);
         await dispatcher.close();
         await render.close();

@@ -19,6 +19,8 @@ export interface WorkerMetrics {
   queueWorkerRestarts: Counter<'queue'>;
   /** Redis errors of periodic work (watchdog looks, queue counts), never swallowed. */
   redisErrors: Counter<'where' | 'queue'>;
+  /** OAuth 2.0 token requests of destinations (CONTRACT 20), by outcome (success, failure). */
+  tokenFetches: Counter<'outcome'>;
   /** Reports the attempt runner's room (set once the runner exists: it reports its attempts here). */
   watchRoom(admission: Admission): void;
 }
@@ -73,6 +75,12 @@ export function createWorkerMetrics(queues: DeliveryQueues, pool: Pool): WorkerM
     labelNames: ['where', 'queue'],
     registers: [registry],
   });
+  const tokenFetches = new Counter({
+    name: 'gatehook_oauth_token_fetches_total',
+    help: 'OAuth 2.0 access tokens requested for destinations, by outcome (success, failure)',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
   new Gauge({
     name: 'gatehook_queue_jobs',
     help: 'Jobs per queue and state',
@@ -124,7 +132,7 @@ export function createWorkerMetrics(queues: DeliveryQueues, pool: Pool): WorkerM
   });
   registerStatementMetric(registry);
   return {
-    registry, deliveries, attempts, stages, reenqueued, fanoutFailures, periodicRuns, queueWorkerRestarts, redisErrors,
+    registry, deliveries, attempts, stages, reenqueued, fanoutFailures, periodicRuns, queueWorkerRestarts, redisErrors, tokenFetches,
     watchRoom(admission) {
       room = admission;
     },

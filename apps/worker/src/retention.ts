@@ -23,9 +23,9 @@ export async function sweepRetention(
   const dropped = await dropExpiredPartitions(pool, horizon);
   const swept = await sweepDefaultPartitions(pool, horizon);
   const partitionsDropped = Object.values(dropped?.dropped ?? {}).reduce((n, names) => n + names.length, 0);
-  if (created.length || partitionsDropped || swept.deliveries || swept.events || swept.attempts) {
+  if (created.length || partitionsDropped || dropped?.kept.length || swept.deliveries || swept.events || swept.attempts) {
     logger?.info(
-      { created, dropped: dropped?.dropped ?? {}, keptEvents: dropped?.keptEvents ?? 0, ...swept, horizon: horizon.toISOString() },
+      { created, dropped: dropped?.dropped ?? {}, kept: dropped?.kept ?? [], keptEvents: dropped?.keptEvents ?? 0, ...swept, horizon: horizon.toISOString() },
       'retention sweep',
     );
   }

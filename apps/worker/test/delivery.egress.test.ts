@@ -1,6 +1,7 @@
 import { createClientCa } from '@gatehook/testkit/pki';
 import { startProxy, type TestProxy } from '@gatehook/testkit/proxy';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { until } from '@gatehook/testkit/until';
 
 // CONTRACT 18 end to end: the real API and worker engine, a real CONNECT proxy, real receivers.
 
@@ -62,6 +63,36 @@ describe('a proxy that is down', () => {
     const webhook = await stack.api.call('GET', `/webhooks/${hook.id}`, { key: stack.org.admin });
     expect(webhook.body).toMatchObject({ status: 'active', disabled_reason: null, failing_since: null });
     expect(await stack.api.db.notification.count({ where: { webhookId: hook.id } })).toBe(0);
+  });
+});
+
+describe('a receiver that refuses behind a working proxy', () => {
+  let stack: Stack;
+  let proxy: TestProxy;
+
+  beforeAll(async () => {
+    proxy = await startProxy();
+    stack = await startStack({ EGRESS_PROXY_URL: proxy.url, CIRCUIT_BREAKER_SECONDS: '1', DELIVERY_RETRY_SCHEDULE: '0,0.3,0.3,0.3,0.3,0.3,0.3,0.3' });
+  });
+  afterAll(async () => {
+    await stack.close();
+    await proxy.close();
+  });
+
+  it('is blamed on the receiver: the proxy\'s 502 is connection_refused, the streak starts and the breaker trips', async () => {
+    const r = await stack.receiver();
+    const hook = await stack.webhook(r, { events: ['policy.created'] });
+    await r.close();
+    await stack.ingest([auditEvent()]);
+    const [delivery] = await stack.deliveries(hook.id, (items) => (items[0]?.attempt_count ?? 0) >= 1);
+    expect(delivery!.attempts[0]).toMatchObject({ status_code: 0, error: 'connection_refused' });
+    expect(proxy.requests.some((request) => request.status === 502)).toBe(true);
+    const webhook = await until(
+      async () => (await stack.api.call('GET', `/webhooks/${hook.id}`, { key: stack.org.admin })).body,
+      (body) => body.status === 'disabled',
+      15_000,
+    );
+    expect(webhook).toMatchObject({ status: 'disabled', disabled_reason: 'circuit_breaker' });
   });
 });
 

@@ -74,3 +74,36 @@ it('delivers 500 events to a webhook limited to 50/s over two engines, all of th
   const delivered = await stack.api.db.delivery.findMany({ where: { webhookId: hook.id }, select: { status: true, attemptCount: true } });
   expect(delivered.every((d) => d.status === 'succeeded' && d.attemptCount === 1)).toBe(true);
 }, 120_000);
+
+it('records when a delivery turned away by a paced webhook is due again, so its wait never looks overdue', async () => {
+  const r = await stack.receiver();
+  const hook = await stack.webhook(r, { events: ['policy.created'], rate_limit_per_second: 1 });
+  const ids = await stack.ingest(Array.from({ length: 4 }, (_, i) => auditEvent({ resource_id: `paced-${i}` })));
+  await r.waitFor((requests) => requests.length >= 2, 30_000);
+  // Those still waiting were turned away at least once: each is due at its turn, not at the time it was created.
+  const waiting = await stack.api.db.delivery.findMany({
+    where: { webhookId: hook.id, status: 'pending', leasedUntil: null },
+    select: { createdAt: true, nextRetryAt: true },
+  });
+  expect(waiting.length).toBeGreaterThan(0);
+  for (const delivery of waiting) expect(delivery.nextRetryAt!.getTime()).toBeGreaterThan(delivery.createdAt.getTime());
+  await stack.settle(ids, 30_000);
+}, 60_000);
+
+it('makes a test send take a turn of the rate too: concurrent test sends beyond it are answered 429 with Retry-After', async () => {
+  const r = await stack.receiver();
+  const hook = await stack.webhook(r, { events: ['policy.created'], rate_limit_per_second: 1 });
+  // Five at once at 1/s: turns are 1.02 s apart and a test send waits at most 2 s for one, so some cannot have one.
+  const answers = await Promise.all(Array.from({ length: 5 }, () => stack.api.call('POST', `/webhooks/${hook.id}/test`, { key: stack.org.admin })));
+  const sent = answers.filter((a) => a.status === 200);
+  const refused = answers.filter((a) => a.status === 429);
+  expect(sent.length + refused.length).toBe(5);
+  expect(sent.length).toBeGreaterThanOrEqual(1);
+  expect(refused.length).toBeGreaterThanOrEqual(1);
+  for (const a of sent) expect(a.body).toMatchObject({ success: true, status_code: 200 });
+  for (const a of refused) {
+    expect(a.body).toMatchObject({ error: { code: 'rate_limited' } });
+    expect(Number(a.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  }
+  expect(r.requests).toHaveLength(sent.length);
+});

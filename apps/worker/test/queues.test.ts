@@ -47,7 +47,6 @@ describe('the engine on this Redis', () => {
       expect(engine.periodic.queue.opts.prefix).toBe(`{${config.REDIS_PREFIX}:periodic}`);
       // Readiness: a round trip through every queue.
       await engine.roundTrip();
-      expect(engine.legacy === null).toBe(onCluster);
     } finally {
       await engine.stop();
     }
@@ -262,28 +261,6 @@ describe('a webhook created just before an event', () => {
       }
     } finally {
       await stack.close();
-    }
-  });
-});
-
-(onCluster ? describe.skip : describe)('a rolling upgrade', () => {
-  it('drains the queues of the earlier version (<prefix>:deliver, ...) and stops consuming them once empty', async () => {
-    const config = testConfig({ DATABASE_URL: database.url });
-    const redis = testRedis();
-    const old = new Queue('deliver', { connection: redis, prefix: config.REDIS_PREFIX });
-    await old.add('deliver', { deliveryIds: [randomUUID()] });
-    const engine = await startTestEngine(config);
-    try {
-      await until(async () => {
-        await engine.legacy!.check();
-        return engine.legacy!.left.get('deliver');
-      }, (n) => n === 0, 10_000);
-      expect(await old.getJobCounts('wait', 'active', 'completed', 'failed')).toEqual({ wait: 0, active: 0, completed: 1, failed: 0 });
-    } finally {
-      await engine.stop();
-      await old.obliterate({ force: true });
-      await old.close();
-      redis.disconnect();
     }
   });
 });

@@ -8,7 +8,7 @@ import { DeliveryQueues, queuePrefix, shardOf, waitingJobId } from '@gatehook/de
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { until } from '@gatehook/testkit/until';
-import { reconcileOnce, type ReconcilerDeps } from '@gatehook/worker/reconciler';
+import { OverdueSweep, reconcileOnce, SharedOverdueSweep, type ReconcilerDeps } from '@gatehook/worker/reconciler';
 
 // The reconciler on a database of its own (a pass scans all of it) and a queue prefix that no worker takes jobs
 // from: what its rounds leave on the queues is exactly what a worker would get.
@@ -25,7 +25,7 @@ beforeAll(async () => {
   redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
   queues = new DeliveryQueues(redis, prefix);
   // No grace: everything committed counts as lost at once.
-  deps = { db, queues, intervalMs: 1, batchLingerMs: 200, logger: createLogger({ name: 'test', level: 'silent' }), grace: { eventsMs: 0, deliveriesMs: 0 } };
+  deps = { db, queues, intervalMs: 1, batchLingerMs: 200, logger: createLogger({ name: 'test', level: 'silent' }), grace: { eventsMs: 0, deliveriesMs: 0 }, sweep: new OverdueSweep() };
   // The client's first query loads Prisma's query compiler: seconds on a busy machine, paid here once.
   await reconcileOnce(deps);
 });
@@ -54,9 +54,9 @@ async function deliverJobsOf(deliveryId: string): Promise<string[]> {
 }
 
 describe('deliveries put back by the reconciler', () => {
-  it('leave one job per delivery waiting on a busy origin, however many rounds see it overdue', async () => {
+  it('leave one job per delivery waiting on a busy origin, however many rounds see it overdue, and count only the lost one', async () => {
     const { orgId, webhookId } = await webhookRow();
-    // Turned away by a full origin, a delivery keeps the next_retry_at it had: every round sees it overdue.
+    // Turned away by a full origin and bounced since without a lease, a delivery looks overdue to every round.
     const [waiting, lost] = [randomUUID(), randomUUID()];
     const overdue = new Date(Date.now() - 60_000);
     await db.delivery.createMany({
@@ -65,10 +65,10 @@ describe('deliveries put back by the reconciler', () => {
     // Its next turn waits in the delayed set, as the engine left it; the other one's job was lost with Redis.
     await queues.deliverLater([{ id: waiting, dueAt: new Date(Date.now() + 60_000) }]);
 
-    for (let round = 0; round < 4; round++) {
-      const counts = await reconcileOnce(deps);
-      expect(counts.deliveries).toBe(2);
-    }
+    const counted: number[] = [];
+    for (let round = 0; round < 4; round++) counted.push((await reconcileOnce(deps)).deliveries);
+    // The waiting one has its job alive: not put back, not counted; the lost one once, then it has its job.
+    expect(counted).toEqual([1, 0, 0, 0]);
     expect(await deliverJobsOf(waiting)).toEqual([waitingJobId(waiting)]);
     expect(await deliverJobsOf(lost)).toEqual([waitingJobId(lost)]);
   });
@@ -91,6 +91,30 @@ describe('deliveries put back by the reconciler', () => {
 
     await reconcileOnce(deps);
     expect(await deliverJobsOf(id)).toEqual([waitingJobId(id)]);
+  });
+
+  it('find another organisation\'s lost delivery behind one organisation\'s 5,000 older overdue ones', async () => {
+    const big = await webhookRow();
+    const small = await webhookRow();
+    const old = Date.now() - 3_600_000;
+    const waiting = Array.from({ length: 5_000 }, () => randomUUID());
+    await db.delivery.createMany({
+      data: waiting.map((id, i) => ({ id, orgId: big.orgId, webhookId: big.webhookId, status: 'pending' as const, eventIds: [], eventCount: 1, nextRetryAt: new Date(old + i) })),
+    });
+    // The big organisation's deliveries all wait under their jobs (a backlog bouncing off a full webhook) ...
+    await queues.deliverLater(waiting.map((id) => ({ id, dueAt: new Date(Date.now() + 600_000), orgId: big.orgId })));
+    // ... and the small one's, overdue for less long, was lost with Redis.
+    const lost = randomUUID();
+    await db.delivery.create({ data: { id: lost, orgId: small.orgId, webhookId: small.webhookId, status: 'retrying', eventIds: [], eventCount: 1, nextRetryAt: new Date(Date.now() - 60_000) } });
+
+    // Two workers take the passes in turn; the sweep's place is shared through Redis.
+    const workers = [0, 1].map(() => ({ ...deps, sweep: new SharedOverdueSweep(redis, prefix) }));
+    const counted: number[] = [];
+    for (let round = 0; round < 3 && (await deliverJobsOf(lost)).length === 0; round++) counted.push((await reconcileOnce(workers[round % 2]!)).deliveries);
+    expect(await deliverJobsOf(lost)).toEqual([waitingJobId(lost)]);
+    // Only what was put back is counted: the lost one, never the 5,000 waiting ones.
+    expect(counted.reduce((a, b) => a + b, 0)).toBe(1);
+    await db.delivery.deleteMany({ where: { orgId: big.orgId } });
   });
 });
 

@@ -1,4 +1,4 @@
-// Hostile conditions: one per class of issue 12 (allocation, quadratic time, scanning), each asserting the bound
+// Hostile conditions: one per class of attack (allocation, quadratic time, scanning), each asserting the bound
 // and that evaluate() returns an error result instead of throwing, hanging or exhausting the heap.
 
 import { compileCallCondition } from './call-condition';

@@ -1,4 +1,4 @@
-import { ConfigError, DEVELOPMENT_ENCRYPTION_KEY, openMetricsWarning, parseConfig } from '@gatehook/core/config';
+import { ConfigError, DEVELOPMENT_ENCRYPTION_KEY, developerCommandEnv, isLocalDatabase, openMetricsWarning, parseConfig } from '@gatehook/core/config';
 import { generateEncryptionKey } from '@gatehook/core/encryption';
 import { parseSeed, redisTarget } from '@gatehook/core/redis';
 
@@ -9,6 +9,8 @@ describe('parseConfig', () => {
     expect(config.REDIS_URL).toBe('redis://127.0.0.1:6379');
     expect(config.PORT).toBe(3000);
     expect(config.WORKER_PORT).toBe(3001);
+    expect(config.GRPC_PORT).toBe(3002);
+    expect(config.GRPC_TLS_CERT_FILE).toBe('');
     expect(config.REDIS_PREFIX).toBe('gatehook');
     expect(config.DELIVERY_RETRY_SCHEDULE).toEqual([0, 5, 300, 1800, 7200, 18000, 36000, 36000]);
     expect(config.CIRCUIT_BREAKER_SECONDS).toBe(259200);
@@ -30,6 +32,13 @@ describe('parseConfig', () => {
     expect(config.DELIVERY_RETRY_SCHEDULE).toEqual([0, 1, 1, 1, 1, 1, 1, 1]);
     expect(config.REDIS_PREFIX).toBe('gatehook');
     expect(config.startupWarnings.join(' ')).toMatch(/EGRESS_ALLOW_CIDRS/);
+  });
+
+  it('takes GRPC_PORT 0 as off and the gRPC TLS files only as a pair', () => {
+    expect(parseConfig({ NODE_ENV: 'test', GRPC_PORT: '0' }).GRPC_PORT).toBe(0);
+    expect(() => parseConfig({ NODE_ENV: 'test', GRPC_PORT: '70000' })).toThrow(/GRPC_PORT/);
+    expect(parseConfig({ NODE_ENV: 'test', GRPC_TLS_CERT_FILE: '/c.pem', GRPC_TLS_KEY_FILE: '/k.pem' }).GRPC_TLS_KEY_FILE).toBe('/k.pem');
+    expect(() => parseConfig({ NODE_ENV: 'test', GRPC_TLS_CERT_FILE: '/c.pem' })).toThrow(/GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE: set both/);
   });
 
   it('takes an http(s) CONNECT proxy URL and refuses anything else without quoting it (it may carry credentials)', () => {
@@ -104,5 +113,39 @@ describe('parseConfig', () => {
     expect(() => parseConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: 'http://gh:s3cret@10.0.0.1:7000' })).toThrow('http://gh:***@10.0.0.1:7000: must be');
     expect(() => parseConfig({ NODE_ENV: 'test', REDIS_PREFIX: '{gatehook}' })).toThrow(/REDIS_PREFIX/);
     expect(() => parseConfig({ NODE_ENV: 'test', DELIVERY_QUEUE_SHARDS: '0' })).toThrow(/DELIVERY_QUEUE_SHARDS/);
+  });
+});
+
+describe('developerCommandEnv (pnpm start, db:migrate, gatehook)', () => {
+  it('keeps NODE_ENV when it is set, whatever the database', () => {
+    for (const NODE_ENV of ['production', 'test', 'development']) {
+      expect(developerCommandEnv({ NODE_ENV, DATABASE_URL: 'postgresql://u@db.internal/x' }).NODE_ENV).toBe(NODE_ENV);
+      expect(developerCommandEnv({ NODE_ENV }).NODE_ENV).toBe(NODE_ENV);
+    }
+  });
+
+  it('makes an unset NODE_ENV development only for a database on this machine (the default included)', () => {
+    expect(developerCommandEnv({}).NODE_ENV).toBe('development');
+    expect(developerCommandEnv({ NODE_ENV: '', DATABASE_URL: '' }).NODE_ENV).toBe('development');
+    for (const url of [
+      'postgresql://postgres@127.0.0.1:5432/gatehook',
+      'postgres://u:p@localhost/db',
+      'postgresql://u@127.0.1.1/db',
+      'postgresql://u@[::1]:5432/db',
+      'postgresql:///db?host=/var/run/postgresql',
+      'postgresql:///db',
+    ]) {
+      expect(isLocalDatabase(url)).toBe(true);
+      expect(developerCommandEnv({ DATABASE_URL: url }).NODE_ENV).toBe('development');
+    }
+  });
+
+  it('leaves it unset, so production, for a database elsewhere', () => {
+    for (const url of ['postgresql://u@db.internal:5432/x', 'postgresql://u@10.0.0.5/x', 'postgresql://u@localhost.evil.com/x', 'postgresql://u@127.0.0.1/x?host=db.internal', 'not a url']) {
+      expect(isLocalDatabase(url)).toBe(false);
+      const env = developerCommandEnv({ DATABASE_URL: url });
+      expect(env.NODE_ENV).toBeUndefined();
+      expect(() => parseConfig(env)).toThrow(/GATEHOOK_ENCRYPTION_KEY: required unless NODE_ENV is development or test/);
+    }
   });
 });

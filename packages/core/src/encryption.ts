@@ -13,6 +13,7 @@ export type SecretColumn =
   | 'webhooks.secret_encrypted'
   | 'webhooks.previous_secret_encrypted'
   | 'webhooks.client_certificate_encrypted'
+  | 'webhooks.auth_secret_encrypted'
   | 'deliveries.body_encrypted';
 
 /**

@@ -192,6 +192,30 @@ export function traceRequest(req: IncomingMessage, res: ServerResponse, route: s
   context.with(ctx, handle);
 }
 
+/**
+ * Runs a gRPC call (Envoy's ShouldRateLimit) in a server span named `<service>/<method>`, the child of the call's
+ * W3C `traceparent` metadata when it has one; `handle` gets the function that ends the span with the call's status
+ * code (an error status for INTERNAL, UNKNOWN and UNAVAILABLE, the codes of a failure of the server's own).
+ */
+export function traceRpc(carrier: { traceparent?: string | undefined; tracestate?: string | undefined }, service: string, method: string, handle: (end: (code: number) => void) => void): void {
+  const on = active;
+  if (on === null) return handle(noEnd);
+  const parent = on.propagator.extract(ROOT_CONTEXT, carrier, defaultTextMapGetter);
+  const span = on.tracer.startSpan(`${service}/${method}`, { kind: SpanKind.SERVER, attributes: { 'rpc.system': 'grpc', 'rpc.service': service, 'rpc.method': method } }, parent);
+  let ended = false;
+  const end = (code: number) => {
+    if (ended) return;
+    ended = true;
+    span.setAttribute('rpc.grpc.status_code', code);
+    endWith(span, SERVER_FAILURE_CODES.has(code), SERVER_FAILURE_CODES.has(code) ? `grpc_status_${code}` : undefined);
+  };
+  context.with(trace.setSpan(parent, span), () => handle(end));
+}
+
+// gRPC status codes UNKNOWN, INTERNAL, UNAVAILABLE: what the server failed at, not what the caller got wrong.
+const SERVER_FAILURE_CODES = new Set([2, 13, 14]);
+const noEnd = (): void => undefined;
+
 /** Adds attributes to the span in whose context this runs (a request's: its event count, its decision). */
 export function annotateSpan(attributes: Attributes): void {
   if (active !== null) trace.getActiveSpan()?.setAttributes(attributes);

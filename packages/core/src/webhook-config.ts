@@ -1,3 +1,5 @@
+import type { StoredWebhookAuth } from './webhook-auth';
+
 /** How a webhook's events are put into request bodies (SPEC 2.1). */
 export type WebhookFormat = 'single' | 'array' | 'ndjson';
 export type WebhookStatus = 'active' | 'paused' | 'disabled';
@@ -30,6 +32,10 @@ export interface StoredWebhook {
   clientCertificateEncrypted: string | null;
   /** Most requests in any one-second window across all workers; null: none (CONTRACT 18). */
   rateLimitPerSecond: number | null;
+  /** OAuth 2.0 destination authentication without its secret (CONTRACT 20); null: none. */
+  auth: StoredWebhookAuth | null;
+  /** The client secret or private key of `auth`, encrypted. */
+  authSecretEncrypted: string | null;
 }
 
 /** Whether a webhook's subscription covers an action (`*` or the exact name). */

@@ -1,3 +1,4 @@
+import { validateHeaderValue } from 'node:http';
 import { createWebhookSchema, patchWebhookSchema } from '@gatehook/core/webhook-schema';
 
 const valid = { name: 'SIEM', url: 'https://siem.example.com/ingest', events: ['policy.created'] };
@@ -11,7 +12,7 @@ describe('createWebhookSchema', () => {
   it('fills the contract defaults', () => {
     expect(createWebhookSchema.parse(valid)).toEqual({
       ...valid, condition: '', destination: null, format: 'single', max_events: 1, template: '', vars: {}, headers: {},
-      rate_limit_per_second: null, client_certificate: null,
+      rate_limit_per_second: null, client_certificate: null, auth: null,
     });
   });
 
@@ -39,6 +40,33 @@ describe('createWebhookSchema', () => {
     [{ ...valid, secret: 'whsec_x' }, ''],
   ])('rejects %j at %s', (input, path) => {
     expect(issues(input).map((i) => i.path)).toContain(path);
+  });
+
+  it.each([
+    ['a control character', 'Bearer a\u0001b'],
+    ['DEL', 'Bearer a\u007fb'],
+    ['a character past U+00FF', 'Bearer ✓'],
+    ['an emoji', 'token 🎉'],
+  ])('refuses a header value with %s, as Node would refuse to send it, naming the header', (_name, value) => {
+    expect(() => validateHeaderValue('X-Token', value)).toThrow();
+    expect(issues({ ...valid, headers: { 'X-Token': value } })).toEqual([{ path: 'headers.X-Token', message: expect.stringMatching(/up to U\+00FF/) }]);
+    const patched = patchWebhookSchema.safeParse({ headers: { 'X-Token': value } });
+    expect(patched.success ? [] : patched.error.issues.map((i) => i.path.join('.'))).toEqual(['headers.X-Token']);
+  });
+
+  it("accepts exactly the header values Node's HTTP client sends, for every UTF-16 unit", () => {
+    const differ: number[] = [];
+    for (let unit = 0; unit <= 0xffff; unit++) {
+      const value = `a${String.fromCharCode(unit)}b`;
+      let node = true;
+      try {
+        validateHeaderValue('X-Token', value);
+      } catch {
+        node = false;
+      }
+      if (node !== (issues({ ...valid, headers: { 'X-Token': value } }).length === 0)) differ.push(unit);
+    }
+    expect(differ).toEqual([]);
   });
 
   it('never echoes a header value in its messages', () => {

@@ -31,7 +31,16 @@ export const WEBHOOK_LIMITS = {
   clientCertificateLength: 65_536,
   clientKeyLength: 16_384,
   rateLimitPerSecond: 10_000,
+  authUrlLength: 2048,
+  authTextLength: 1024,
+  authSecretLength: 4096,
+  authKeyLength: 16_384,
 } as const;
+
+/** The kinds of destination authentication (CONTRACT 20). */
+export const WEBHOOK_AUTH_TYPES = ['oauth2_client_credentials', 'oauth2_jwt_bearer'] as const;
+/** How a client secret is presented to the token endpoint: in the form body or as HTTP Basic. */
+export const CLIENT_AUTH_METHODS = ['body', 'basic'] as const;
 
 // RFC 9110 token characters.
 const HTTP_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -85,6 +94,15 @@ const vars = z
     }
   });
 
+/**
+ * Node's own rule for a header value (`http.validateHeaderValue`): tab, visible ASCII, space and U+0080 to U+00FF.
+ * Anything else (CR, LF, NUL, other control characters, a character past U+00FF) makes every request fail with
+ * ERR_INVALID_CHAR before it leaves, so it is refused at save. Written out here because the console shares this
+ * schema in the browser; the test holds it to Node's function for every UTF-16 unit.
+ */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+const HEADER_VALUE_RULE = 'header values may contain only tab, space, visible ASCII and characters up to U+00FF (no CR, LF, NUL or other control characters)';
+
 const headers = z
   .record(z.string(), z.string({ error: 'header values must be strings' }))
   .superRefine((map, ctx) => {
@@ -102,7 +120,7 @@ const headers = z
       }
       lower.add(key.toLowerCase());
       // The value is never echoed: it may be a credential.
-      if (/[\r\n\0]/.test(value)) ctx.addIssue({ code: 'custom', path: [key], message: 'header values may not contain CR, LF or NUL' });
+      if (!HEADER_VALUE.test(value)) ctx.addIssue({ code: 'custom', path: [key], message: HEADER_VALUE_RULE });
       if (value.length > WEBHOOK_LIMITS.headerValueLength) {
         ctx.addIssue({ code: 'custom', path: [key], message: `header values are at most ${WEBHOOK_LIMITS.headerValueLength} characters` });
       }
@@ -124,6 +142,79 @@ const rateLimitPerSecond = z
   .max(WEBHOOK_LIMITS.rateLimitPerSecond, `rate_limit_per_second must be 1 to ${WEBHOOK_LIMITS.rateLimitPerSecond}, or null for none`)
   .nullable();
 
+const authText = (field: string, max: number = WEBHOOK_LIMITS.authTextLength) =>
+  z.string({ error: `${field} must be a string` }).max(max, `${field} must be at most ${max} characters`);
+const authOptional = (field: string, max?: number) => authText(field, max).nullish().transform((v) => (v === undefined || v === '' ? null : v));
+const tokenUrl = authText('token_url', WEBHOOK_LIMITS.authUrlLength)
+  .min(1, 'token_url is required')
+  .refine((value) => URL.canParse(value) && new URL(value).protocol === 'https:', 'token_url must be an https URL');
+// Write-only secrets: blank (or absent) keeps the stored one on PATCH; values never appear in a message.
+const authSecret = (field: string, max: number) => authText(field, max).nullish().transform((v) => v ?? '');
+
+/**
+ * OAuth 2.0 client credentials grant (RFC 6749 4.4): a client secret (form body or HTTP Basic) or a private key that
+ * signs an RFC 7523 client assertion (`private_key_jwt`).
+ */
+const clientCredentialsAuth = z
+  .strictObject({
+    type: z.literal('oauth2_client_credentials'),
+    token_url: tokenUrl,
+    client_id: authText('client_id').trim().min(1, 'client_id is required'),
+    client_secret: authSecret('client_secret', WEBHOOK_LIMITS.authSecretLength),
+    private_key: authSecret('private_key', WEBHOOK_LIMITS.authKeyLength),
+    key_id: authOptional('key_id'),
+    client_auth: z.enum(CLIENT_AUTH_METHODS, { error: 'client_auth must be body or basic' }).nullish().transform((v) => v ?? 'body'),
+    scope: authOptional('scope'),
+    audience: authOptional('audience'),
+  })
+  .superRefine((auth, ctx) => {
+    if (auth.client_secret !== '' && auth.private_key !== '') {
+      ctx.addIssue({ code: 'custom', message: 'give either client_secret or private_key, not both' });
+    }
+    if (auth.client_auth === 'basic' && auth.private_key !== '') {
+      ctx.addIssue({ code: 'custom', path: ['client_auth'], message: 'client_auth applies to client_secret only; a private_key signs a client assertion' });
+    }
+  });
+
+/** RFC 7523 JWT-bearer grant: a signed assertion is the grant itself (as Google service accounts use). */
+const jwtBearerAuth = z.strictObject({
+  type: z.literal('oauth2_jwt_bearer'),
+  token_url: tokenUrl,
+  issuer: authText('issuer').trim().min(1, 'issuer is required'),
+  private_key: authSecret('private_key', WEBHOOK_LIMITS.authKeyLength),
+  key_id: authOptional('key_id'),
+  subject: authOptional('subject'),
+  scope: authOptional('scope'),
+  audience: authOptional('audience'),
+});
+
+/** A webhook's `auth` (CONTRACT 20): null for none. Secrets are checked for presence and key type by the service. */
+const webhookAuth = z
+  .discriminatedUnion('type', [clientCredentialsAuth, jwtBearerAuth], {
+    error: 'auth must be null or an object whose type is oauth2_client_credentials or oauth2_jwt_bearer',
+  })
+  .nullable();
+export type WebhookAuthInput = NonNullable<z.output<typeof webhookAuth>>;
+
+/** `auth` as the API returns it: every field but the secrets, and the stored secret's name with "" as its value. */
+export const webhookAuthViewSchema = z
+  .object({
+    type: z.enum(WEBHOOK_AUTH_TYPES),
+    token_url: z.string(),
+    client_id: z.string().optional(),
+    client_auth: z.enum(CLIENT_AUTH_METHODS).optional(),
+    issuer: z.string().optional(),
+    subject: z.string().nullable().optional(),
+    key_id: z.string().nullable(),
+    scope: z.string().nullable(),
+    audience: z.string().nullable(),
+    client_secret: z.literal('').optional().describe('present when a client secret is stored; its value is never returned'),
+    private_key: z.literal('').optional().describe('present when a private key is stored; its value is never returned'),
+  })
+  .nullable()
+  .describe('OAuth 2.0 destination authentication (CONTRACT 20); secrets are never returned');
+export type WebhookAuthView = z.output<typeof webhookAuthViewSchema>;
+
 const url = z.string({ error: 'url must be a string' }).max(WEBHOOK_LIMITS.urlLength, `url must be at most ${WEBHOOK_LIMITS.urlLength} characters`);
 
 /** Body of POST /webhooks. The URL's address policy and the condition/template checks run after this. */
@@ -140,6 +231,7 @@ export const createWebhookSchema = z.strictObject({
   headers: headers.default({}),
   client_certificate: clientCertificate.default(null),
   rate_limit_per_second: rateLimitPerSecond.default(null),
+  auth: webhookAuth.default(null),
 });
 export type CreateWebhookInput = z.output<typeof createWebhookSchema>;
 
@@ -158,6 +250,8 @@ export const patchWebhookSchema = z.strictObject({
   /** null removes it; absent keeps it. */
   client_certificate: clientCertificate.optional(),
   rate_limit_per_second: rateLimitPerSecond.optional(),
+  /** null removes it; absent keeps it; an object replaces it (a blank secret keeps the stored one when type is unchanged). */
+  auth: webhookAuth.optional(),
 });
 export type PatchWebhookInput = z.output<typeof patchWebhookSchema>;
 
@@ -183,6 +277,7 @@ export const webhookSchema = z.object({
     .nullable()
     .describe('the client certificate presented on mTLS, by fingerprint and expiry; the PEMs are never returned'),
   rate_limit_per_second: z.number().int().nullable(),
+  auth: webhookAuthViewSchema,
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),
 });

@@ -26,8 +26,8 @@ export async function sentRequest(pool: Pool, orgId: string, webhookId: string, 
   return row ? { createdAt: row.created_at, bodyEncrypted: row.body_encrypted, contentType: row.content_type, lastAttemptAt: row.last_attempt_at } : null;
 }
 
-/** One hour of a webhook's deliveries and attempts (docs/operations.md, "Per-webhook statistics"). */
-export interface StatsBucket {
+/** The deliveries of a webhook created in one hour, by their outcome now (docs/operations.md, "Per-webhook statistics"). */
+export interface HourDeliveries {
   start: Date;
   /** Deliveries created in the hour. */
   deliveries: number;
@@ -35,33 +35,51 @@ export interface StatsBucket {
   succeeded: number;
   /** Of those, how many are failed now. */
   failed: number;
-  /** Attempts made in the hour (429 answers included), whichever delivery they were for. */
+}
+
+/** The attempts made to a webhook in one hour, 429 answers included, whichever delivery they were for. */
+export interface HourAttempts {
+  start: Date;
   attempts: number;
-  /** Median and 99th percentile of those attempts' durations; null without attempts. */
+  /** Median and 99th percentile of their durations; null without attempts. */
   p50Ms: number | null;
   p99Ms: number | null;
 }
 
 /**
- * `webhookStats`: `hours` one-hour buckets from `from` (an hour boundary) of a webhook: the deliveries created in
- * each hour with their outcome now, and the attempts made in each hour with their p50 and p99 durations. One
- * statement of two index range scans over the window: deliveries by deliveries_webhook_id_created_at_id_idx,
- * attempts by delivery_attempts_webhook_id_at_idx; every hour is listed, empty or not.
+ * `webhookDeliveryCounts`: `hours` one-hour buckets from `from` (an hour boundary) of the deliveries a webhook
+ * created in each, with their outcome now. One index range scan (deliveries_webhook_id_created_at_id_idx); every
+ * hour is listed, empty or not.
  */
-export async function webhookStats(pool: Pool, webhookId: string, from: Date, hours: number): Promise<StatsBucket[]> {
-  const { rows } = await pool.query<{
-    start: Date; deliveries: number; succeeded: number; failed: number; attempts: number; p50: number | null; p99: number | null;
-  }>({
-    name: 'webhook_stats',
-    text: `WITH by_delivery AS (
+export async function webhookDeliveryCounts(pool: Pool, webhookId: string, from: Date, hours: number): Promise<HourDeliveries[]> {
+  const { rows } = await pool.query<{ start: Date; deliveries: number; succeeded: number; failed: number }>({
+    name: 'webhook_delivery_counts',
+    text: `WITH by_hour AS (
              SELECT floor(extract(epoch FROM created_at - $2::timestamptz) / 3600)::int AS bucket, count(*)::int AS deliveries,
                     count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
                     count(*) FILTER (WHERE status = 'failed')::int AS failed
              FROM deliveries
              WHERE webhook_id = $1 AND created_at >= $2::timestamptz AND created_at < $2::timestamptz + make_interval(hours => $3)
              GROUP BY 1
-           ),
-           by_attempt AS (
+           )
+           SELECT $2::timestamptz + make_interval(hours => b) AS start,
+                  coalesce(h.deliveries, 0) AS deliveries, coalesce(h.succeeded, 0) AS succeeded, coalesce(h.failed, 0) AS failed
+           FROM generate_series(0, $3 - 1) AS b LEFT JOIN by_hour h ON h.bucket = b
+           ORDER BY b`,
+    values: [webhookId, from, hours],
+  });
+  return rows.map((r) => ({ start: r.start, deliveries: r.deliveries, succeeded: r.succeeded, failed: r.failed }));
+}
+
+/**
+ * `webhookAttemptStats`: `hours` one-hour buckets from `from` (an hour boundary) of the attempts made to a webhook in
+ * each, with their p50 and p99 durations (percentile_cont, interpolated). One index range scan
+ * (delivery_attempts_webhook_id_at_idx) and a sort per hour; every hour is listed, empty or not.
+ */
+export async function webhookAttemptStats(pool: Pool, webhookId: string, from: Date, hours: number): Promise<HourAttempts[]> {
+  const { rows } = await pool.query<{ start: Date; attempts: number; p50: number | null; p99: number | null }>({
+    name: 'webhook_attempt_stats',
+    text: `WITH by_hour AS (
              SELECT floor(extract(epoch FROM at - $2::timestamptz) / 3600)::int AS bucket, count(*)::int AS attempts,
                     round(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms))::int AS p50,
                     round(percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms))::int AS p99
@@ -69,22 +87,10 @@ export async function webhookStats(pool: Pool, webhookId: string, from: Date, ho
              WHERE webhook_id = $1 AND at >= $2::timestamptz AND at < $2::timestamptz + make_interval(hours => $3)
              GROUP BY 1
            )
-           SELECT $2::timestamptz + make_interval(hours => b) AS start,
-                  coalesce(bd.deliveries, 0) AS deliveries, coalesce(bd.succeeded, 0) AS succeeded, coalesce(bd.failed, 0) AS failed,
-                  coalesce(ba.attempts, 0) AS attempts, ba.p50, ba.p99
-           FROM generate_series(0, $3 - 1) AS b
-           LEFT JOIN by_delivery bd ON bd.bucket = b
-           LEFT JOIN by_attempt ba ON ba.bucket = b
+           SELECT $2::timestamptz + make_interval(hours => b) AS start, coalesce(h.attempts, 0) AS attempts, h.p50, h.p99
+           FROM generate_series(0, $3 - 1) AS b LEFT JOIN by_hour h ON h.bucket = b
            ORDER BY b`,
     values: [webhookId, from, hours],
   });
-  return rows.map((r) => ({
-    start: r.start,
-    deliveries: r.deliveries,
-    succeeded: r.succeeded,
-    failed: r.failed,
-    attempts: r.attempts,
-    p50Ms: r.p50,
-    p99Ms: r.p99,
-  }));
+  return rows.map((r) => ({ start: r.start, attempts: r.attempts, p50Ms: r.p50, p99Ms: r.p99 }));
 }

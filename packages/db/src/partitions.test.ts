@@ -13,6 +13,7 @@ import {
   ensurePartitions,
   listPartitions,
   partitionName,
+  PARTITION_LOCK_RETRY,
   periodEnd,
   periodStart,
   sweepDefaultPartitions,
@@ -403,5 +404,111 @@ describe('partition upkeep and retention', () => {
       expect((await pool.query(`SELECT 1 FROM deliveries WHERE id = $1`, [id])).rowCount).toBe(0);
       expect((await pool.query(`SELECT 1 FROM delivery_attempts WHERE delivery_id = $1`, [id])).rowCount).toBe(0);
     }
+  });
+
+  /** A delivery row of `status`, created at `at` (its id in that instant's partition). */
+  const deliveryAt = async (at: number, status: string, id = uuidv7({ msecs: at })): Promise<string> => {
+    await pool.query(
+      `INSERT INTO deliveries (id, org_id, webhook_id, status, event_ids, event_count, created_at, updated_at) VALUES ($1, $2, $3, $4, '{}', 0, $5, $5)`,
+      [id, org, webhook, status, new Date(at).toISOString()],
+    );
+    await pool.query(`INSERT INTO delivery_attempts (delivery_id, webhook_id, at, status_code, duration_ms) VALUES ($1, $2, $3, 429, 1)`, [id, webhook, new Date(at).toISOString()]);
+    return id;
+  };
+
+  /** Opens a transaction that has written a delivery (by id, pruned to its partition), as an attempt's record does. */
+  const writing = async (id: string): Promise<Client> => {
+    const client = new Client({ connectionString: databaseUrl });
+    await client.connect();
+    await client.query('BEGIN');
+    await client.query(`UPDATE deliveries SET updated_at = updated_at WHERE id = ANY(ARRAY['${id}']::uuid[])`);
+    return client;
+  };
+
+  it('creates a partition beside a transaction writing the table, without waiting for it', async () => {
+    const busy = await writing(await deliveryAt(Date.now(), 'succeeded'));
+    try {
+      const far = periodStart(Date.now() + 120 * DAY, 'day');
+      const created = await ensurePartitions(pool, new Date(far), { width: 'day', aheadMs: DAY });
+      expect(created).toEqual(['deliveries', 'delivery_attempts', 'audit_events'].map((t) => partitionName(t, far)));
+      // Attached with the indexes of its siblings, and no constraint left over from the attach.
+      for (const table of ['deliveries', 'delivery_attempts', 'audit_events']) {
+        const { rows } = await pool.query<{ name: string; indexes: number; checks: number }>(
+          `SELECT c.relname AS name,
+                  (SELECT count(*)::int FROM pg_index x WHERE x.indrelid = c.oid) AS indexes,
+                  (SELECT count(*)::int FROM pg_constraint k WHERE k.conrelid = c.oid AND k.contype = 'c') AS checks
+           FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = $1::regclass AND c.relname IN ($2, $3)`,
+          [table, partitionName(table, far), partitionName(table, periodStart(Date.now(), 'day'))],
+        );
+        expect(rows).toHaveLength(2);
+        expect(rows[0]!.indexes).toBe(rows[1]!.indexes);
+        expect(rows.map((r) => r.checks)).toEqual([0, 0]);
+      }
+    } finally {
+      await busy.query('ROLLBACK');
+      await busy.end();
+    }
+  });
+
+  it('keeps an expired partition for the next run while its lock stays taken, and lets queries through meanwhile', async () => {
+    const old = periodStart(Date.now() - 70 * DAY, 'day');
+    await ensurePartitions(pool, new Date(old), { width: 'day', aheadMs: DAY });
+    const done = await deliveryAt(old + 3_600_000, 'succeeded');
+    const busy = await writing(await deliveryAt(Date.now(), 'succeeded'));
+    let settled = false;
+    try {
+      const dropping = dropExpiredPartitions(pool, new Date(old + DAY), { lockRetry: { ...PARTITION_LOCK_RETRY, timeoutMs: 50, tries: 6 } }).finally(() => {
+        settled = true;
+      });
+      // A read of the whole table (which the detach's lock would queue) gets through while the detach still tries.
+      const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE id = $1 OR created_at < $2`, [done, new Date(old + DAY).toISOString()]);
+      expect(rows[0]!.n).toBeGreaterThanOrEqual(1);
+      expect(settled).toBe(false);
+      const result = await dropping;
+      expect(result!.kept).toEqual(expect.arrayContaining([partitionName('deliveries', old), partitionName('delivery_attempts', old)]));
+      expect(result!.dropped.deliveries ?? []).not.toContain(partitionName('deliveries', old));
+      // Its attempts stay with it.
+      expect((await pool.query(`SELECT 1 FROM delivery_attempts WHERE delivery_id = $1`, [done])).rowCount).toBe(1);
+    } finally {
+      await busy.query('ROLLBACK');
+      await busy.end();
+    }
+    const next = await dropExpiredPartitions(pool, new Date(old + DAY));
+    expect(next!.dropped.deliveries).toContain(partitionName('deliveries', old));
+    expect(next!.dropped.delivery_attempts).toContain(partitionName('delivery_attempts', old));
+  });
+
+  it('never drops a delivery still in flight: its partition and attempts stay until it ends', async () => {
+    const old = periodStart(Date.now() - 80 * DAY, 'day');
+    await ensurePartitions(pool, new Date(old), { width: 'day', aheadMs: DAY });
+    // Retried by hand near the edge (or waiting on a long 429): retrying, in a partition past the retention.
+    const retried = await deliveryAt(old + 3_600_000, 'retrying');
+    const leased = await deliveryAt(old + 7_200_000, 'failed');
+    await pool.query(`UPDATE deliveries SET leased_until = now() + interval '1 minute' WHERE id = $1`, [leased]);
+
+    const first = await dropExpiredPartitions(pool, new Date(old + DAY));
+    expect(first!.kept).toEqual(expect.arrayContaining([partitionName('deliveries', old), partitionName('delivery_attempts', old)]));
+    expect((await pool.query(`SELECT 1 FROM deliveries WHERE id = ANY($1::uuid[])`, [[retried, leased]])).rowCount).toBe(2);
+    expect((await pool.query(`SELECT 1 FROM delivery_attempts WHERE delivery_id = ANY($1::uuid[])`, [[retried, leased]])).rowCount).toBe(2);
+
+    // Once both have ended, the next run drops the partition.
+    await pool.query(`UPDATE deliveries SET status = 'succeeded' WHERE id = $1`, [retried]);
+    expect((await dropExpiredPartitions(pool, new Date(old + DAY)))!.kept).toContain(partitionName('deliveries', old));
+    await pool.query(`UPDATE deliveries SET leased_until = NULL WHERE id = $1`, [leased]);
+    const last = await dropExpiredPartitions(pool, new Date(old + DAY));
+    expect(last!.dropped.deliveries).toContain(partitionName('deliveries', old));
+    expect(last!.dropped.delivery_attempts).toContain(partitionName('delivery_attempts', old));
+  });
+
+  it('sweeps no delivery in flight from the DEFAULT partition, nor its attempts', async () => {
+    // An id of 1990: no partition covers it.
+    const at = Date.UTC(1990, 0, 1);
+    const [inFlight, ended] = [uuidv7({ msecs: at }), uuidv7({ msecs: at + 1 })];
+    await deliveryAt(Date.now() - 40 * DAY, 'pending', inFlight);
+    await deliveryAt(Date.now() - 40 * DAY, 'failed', ended);
+    const swept = await sweepDefaultPartitions(pool, new Date(Date.now() - 30 * DAY));
+    expect(swept.deliveries).toBeGreaterThanOrEqual(1);
+    expect((await pool.query<{ id: string }>(`SELECT id FROM deliveries WHERE id = ANY($1::uuid[])`, [[inFlight, ended]])).rows.map((r) => r.id)).toEqual([inFlight]);
+    expect((await pool.query<{ id: string }>(`SELECT delivery_id AS id FROM delivery_attempts WHERE delivery_id = ANY($1::uuid[])`, [[inFlight, ended]])).rows.map((r) => r.id)).toEqual([inFlight]);
   });
 });

@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
+import { guard } from './delivery/status';
 
 /**
  * Upkeep of the time-partitioned history (docs/database.md, "Partitioned history"): `deliveries` and
@@ -29,8 +30,23 @@ export const HISTORY_TABLES: readonly HistoryTable[] = [
 
 /** Advisory lock key of partition upkeep: one worker at a time creates and drops partitions. */
 const UPKEEP_LOCK = 0x6768_7031; // "ghp1"
-/** A DDL that waits longer than this for its lock gives up and is retried at the next run, never queueing traffic. */
-const LOCK_TIMEOUT = '5s';
+
+/**
+ * How partition DDL waits for its locks. A DDL waiting for a lock makes every later query that needs a conflicting
+ * one queue behind it, so it waits at most `timeoutMs` at a time (`lock_timeout`), gives up, lets the queue drain for
+ * `pauseMs` (doubled after each try), and tries again, `tries` times in all; then the partition waits for the next
+ * run. Queries therefore never queue behind upkeep for longer than `timeoutMs` at a time.
+ */
+export interface LockRetry {
+  timeoutMs: number;
+  tries: number;
+  pauseMs: number;
+}
+
+/** {@link LockRetry} of upkeep: 100 ms at a time, 8 tries over about 6 s. */
+export const PARTITION_LOCK_RETRY: LockRetry = { timeoutMs: 100, tries: 8, pauseMs: 50 };
+/** Postgres' SQLSTATE of a lock not granted within `lock_timeout` (lock_not_available). */
+const LOCK_NOT_AVAILABLE = '55P03';
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
@@ -143,15 +159,29 @@ async function withUpkeepLock<T>(pool: Pool, run: (client: PoolClient) => Promis
   }
 }
 
-async function inTransaction(client: PoolClient, run: () => Promise<void>): Promise<void> {
-  await client.query('BEGIN');
-  try {
-    await client.query(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
-    await run();
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
+/** Thrown by a DDL step to roll its transaction back and leave the partition as it is. */
+class KeepPartition extends Error {}
+
+/**
+ * Runs `run` in a transaction whose locks wait at most `retry.timeoutMs`, again after a pause while a lock was not
+ * granted (see {@link LockRetry}). Returns `done`, `busy` when every try found a lock taken, or `kept` when `run`
+ * threw {@link KeepPartition}.
+ */
+async function withShortLocks(client: PoolClient, retry: LockRetry, run: () => Promise<void>): Promise<'done' | 'busy' | 'kept'> {
+  for (let attempt = 1; ; attempt += 1) {
+    await client.query('BEGIN');
+    try {
+      await client.query(`SET LOCAL lock_timeout = '${Math.max(1, Math.floor(retry.timeoutMs))}ms'`);
+      await run();
+      await client.query('COMMIT');
+      return 'done';
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      if (error instanceof KeepPartition) return 'kept';
+      if ((error as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw error;
+      if (attempt >= retry.tries) return 'busy';
+      await new Promise((resolve) => setTimeout(resolve, retry.pauseMs * 2 ** (attempt - 1)));
+    }
   }
 }
 
@@ -165,7 +195,7 @@ async function inTransaction(client: PoolClient, run: () => Promise<void>): Prom
 export async function ensurePartitions(
   pool: Pool,
   now: Date,
-  options: { width: PartitionWidth; aheadMs?: number },
+  options: { width: PartitionWidth; aheadMs?: number; lockRetry?: LockRetry },
 ): Promise<string[] | null> {
   const { width } = options;
   const until = now.getTime() + (options.aheadMs ?? defaultAheadMs(width));
@@ -183,7 +213,9 @@ export async function ensurePartitions(
         const nextStart = existing.find((p) => p.from > at)?.from ?? Number.POSITIVE_INFINITY;
         const to = Math.min(periodEnd(at, width), nextStart);
         const name = partitionName(t.table, at);
-        await createPartition(client, t, name, at, to);
+        // A partition whose locks stay taken is left to the next run, and with it the rest of this table's: they are
+        // created ahead, and until then rows of their range wait in the DEFAULT partition.
+        if ((await createPartition(client, t, name, at, to, options.lockRetry ?? PARTITION_LOCK_RETRY)) === 'busy') break;
         existing.push({ name, from: at, to });
         existing.sort((a, b) => a.from - b.from);
         created.push(name);
@@ -194,32 +226,35 @@ export async function ensurePartitions(
   });
 }
 
-async function createPartition(client: PoolClient, t: HistoryTable, name: string, from: number, to: number): Promise<void> {
+/**
+ * Creates a partition without taking the parent's ACCESS EXCLUSIVE lock (which `CREATE TABLE … PARTITION OF` and a
+ * `LOCK TABLE` of the parent take, queueing every query on the table): the table is created on its own with a CHECK
+ * constraint of the partition's bounds, so that attaching it scans nothing, and `ATTACH PARTITION` takes only SHARE
+ * UPDATE EXCLUSIVE on the parent, which no query conflicts with. It does take ACCESS EXCLUSIVE on the DEFAULT partition
+ * (checked for rows of the new range), taken first here, so no such row lands there between the move and the attach;
+ * statements pruned to other partitions (the hot path's, by id) do not touch it.
+ */
+async function createPartition(client: PoolClient, t: HistoryTable, name: string, from: number, to: number, retry: LockRetry): Promise<'done' | 'busy'> {
   const [lo, hi] = [boundValue(t, from), boundValue(t, to)];
   const parent = quoteIdent(t.table);
   const def = quoteIdent(`${t.table}_default`);
   const key = quoteIdent(t.column);
+  const table = quoteIdent(name);
+  const bounds = quoteIdent(`${name}_bounds`);
   const storage = t.with ? ` WITH (${t.with})` : '';
-  await inTransaction(client, async () => {
-    // The lock CREATE ... PARTITION OF takes anyway, taken first: parent before partition, the order every query
-    // takes them in (no deadlock), and no row lands in the DEFAULT partition's part of the range between the check
-    // and the attach. Brief: the check is an index probe, and rows to move exist only after a long upkeep outage.
-    await client.query(`LOCK TABLE ${parent} IN ACCESS EXCLUSIVE MODE`);
-    const { rows } = await client.query<{ waiting: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM ${def} WHERE ${key} >= $1 AND ${key} < $2) AS waiting`,
-      [lo, hi],
-    );
-    if (!rows[0]?.waiting) {
-      await client.query(`CREATE TABLE ${quoteIdent(name)} PARTITION OF ${parent} FOR VALUES FROM ('${lo}') TO ('${hi}')${storage}`);
-      return;
-    }
-    await client.query(`CREATE TABLE ${quoteIdent(name)} (LIKE ${parent} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)${storage}`);
+  const outcome = await withShortLocks(client, retry, async () => {
+    await client.query(`CREATE TABLE ${table} (LIKE ${parent} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)${storage}`);
+    await client.query(`ALTER TABLE ${table} ADD CONSTRAINT ${bounds} CHECK (${key} IS NOT NULL AND ${key} >= '${lo}' AND ${key} < '${hi}')`);
+    await client.query(`LOCK TABLE ${def} IN ACCESS EXCLUSIVE MODE`);
+    // Rows wait in the DEFAULT partition for this range only after a long upkeep outage: usually an index probe finds none.
     await client.query(
-      `WITH moved AS (DELETE FROM ${def} WHERE ${key} >= $1 AND ${key} < $2 RETURNING *) INSERT INTO ${quoteIdent(name)} SELECT * FROM moved`,
+      `WITH moved AS (DELETE FROM ${def} WHERE ${key} >= $1 AND ${key} < $2 RETURNING *) INSERT INTO ${table} SELECT * FROM moved`,
       [lo, hi],
     );
-    await client.query(`ALTER TABLE ${parent} ATTACH PARTITION ${quoteIdent(name)} FOR VALUES FROM ('${lo}') TO ('${hi}')`);
+    await client.query(`ALTER TABLE ${parent} ATTACH PARTITION ${table} FOR VALUES FROM ('${lo}') TO ('${hi}')`);
+    await client.query(`ALTER TABLE ${table} DROP CONSTRAINT ${bounds}`);
   });
+  return outcome === 'done' ? 'done' : 'busy';
 }
 
 /** What one retention run removed. */
@@ -228,35 +263,75 @@ export interface DroppedPartitions {
   dropped: Record<string, string[]>;
   /** Audit events still owed (waiting for fan-out, parked, or in a batch buffer) moved to the DEFAULT partition. */
   keptEvents: number;
+  /**
+   * Expired partitions kept for the next run: a `deliveries` partition holding a delivery still in flight (pending or
+   * retrying, or leased), its `delivery_attempts` partition with it, and any partition whose locks stayed taken.
+   */
+  kept: string[];
+}
+
+/** A delivery in flight: it still has an attempt ahead, or one under way. */
+const IN_FLIGHT = `(${guard.queued('')} OR leased_until IS NOT NULL)`;
+
+/** Whether a deliveries partition (or the detached table it was) holds a delivery in flight. */
+async function holdsDeliveriesInFlight(client: PoolClient, table: string): Promise<boolean> {
+  const { rows } = await client.query<{ found: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${quoteIdent(table)} WHERE ${IN_FLIGHT}) AS found`);
+  return rows[0]?.found === true;
 }
 
 /**
  * Drops every partition whose whole range is older than `horizon`: no row-by-row DELETE, no dead tuples, no index
  * vacuum. Audit events of such a partition that are still owed to a webhook (a `pending_fanout` row, parked ones
  * included, or a `batch_items` entry) are first moved to the DEFAULT partition, in the transaction that detaches
- * their partition, and are swept from there once nothing is owed on them. Null when another worker holds the upkeep
- * lock.
+ * their partition, and are swept from there once nothing is owed on them. A `deliveries` partition that holds a
+ * delivery still in flight is kept, with its `delivery_attempts` partition, until a run finds none: checked before,
+ * and again on the detached table inside the transaction (which then rolls back), so a delivery restarted meanwhile
+ * is never dropped. `DETACH … CONCURRENTLY` is not open to tables with a DEFAULT partition; the detach takes the
+ * parent's ACCESS EXCLUSIVE lock for a catalogue change, waiting for it in short tries ({@link LockRetry}). Null when
+ * another worker holds the upkeep lock.
  */
-export async function dropExpiredPartitions(pool: Pool, horizon: Date): Promise<DroppedPartitions | null> {
+export async function dropExpiredPartitions(pool: Pool, horizon: Date, options: { lockRetry?: LockRetry } = {}): Promise<DroppedPartitions | null> {
+  const retry = options.lockRetry ?? PARTITION_LOCK_RETRY;
   return withUpkeepLock(pool, async (client) => {
-    const result: DroppedPartitions = { dropped: {}, keptEvents: 0 };
+    const result: DroppedPartitions = { dropped: {}, keptEvents: 0, kept: [] };
+    // Ranges of the deliveries partitions kept: their attempts are kept with them.
+    const keptRanges: Partition[] = [];
     for (const t of HISTORY_TABLES) {
       const expired = (await listPartitions(client, t.table)).filter((p) => p.to <= horizon.getTime());
       for (const p of expired) {
-        await inTransaction(client, async () => {
+        const keep = () => {
+          result.kept.push(p.name);
+          if (t.table === 'deliveries') keptRanges.push(p);
+        };
+        if (t.table === 'delivery_attempts' && keptRanges.some((k) => k.from < p.to && p.from < k.to)) {
+          keep();
+          continue;
+        }
+        if (t.table === 'deliveries' && (await holdsDeliveriesInFlight(client, p.name))) {
+          keep();
+          continue;
+        }
+        let moved = 0;
+        const outcome = await withShortLocks(client, retry, async () => {
           await client.query(`ALTER TABLE ${quoteIdent(t.table)} DETACH PARTITION ${quoteIdent(p.name)}`);
+          if (t.table === 'deliveries' && (await holdsDeliveriesInFlight(client, p.name))) throw new KeepPartition();
           if (t.table === 'audit_events') {
-            const moved = await client.query(
+            const copied = await client.query(
               `INSERT INTO audit_events SELECT e.* FROM ${quoteIdent(p.name)} e
                WHERE (e.org_id, e.id) IN (
                  SELECT org_id, event_id FROM pending_fanout WHERE received_at >= $1 AND received_at < $2
                  UNION SELECT org_id, event_id FROM batch_items)`,
               [new Date(p.from).toISOString(), new Date(p.to).toISOString()],
             );
-            result.keptEvents += moved.rowCount ?? 0;
+            moved = copied.rowCount ?? 0;
           }
           await client.query(`DROP TABLE ${quoteIdent(p.name)}`);
         });
+        if (outcome !== 'done') {
+          keep();
+          continue;
+        }
+        result.keptEvents += moved;
         (result.dropped[t.table] ??= []).push(p.name);
       }
     }
@@ -284,11 +359,12 @@ export async function sweepDefaultPartitions(pool: Pool, horizon: Date): Promise
     }
   };
   const deliveries = await drain(
-    `DELETE FROM deliveries_default WHERE id IN (SELECT id FROM deliveries_default WHERE created_at < $1 LIMIT $2)`,
+    `DELETE FROM deliveries_default WHERE id IN (SELECT id FROM deliveries_default WHERE created_at < $1 AND NOT ${IN_FLIGHT} LIMIT $2)`,
   );
   const attempts = await drain(
     `DELETE FROM delivery_attempts_default WHERE (delivery_id, id) IN (
-       SELECT delivery_id, id FROM delivery_attempts_default WHERE at < $1 LIMIT $2)`,
+       SELECT a.delivery_id, a.id FROM delivery_attempts_default a WHERE a.at < $1
+         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = a.delivery_id) LIMIT $2)`,
   );
   const events = await drain(
     `DELETE FROM audit_events_default WHERE (org_id, id, received_at) IN (

@@ -1,9 +1,10 @@
+import { parseStoredWebhookAuth } from '@gatehook/core/webhook-auth';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import type { Pool } from './client';
 
 const COLUMNS = `id, org_id, name, status, events, condition, format, max_events, template, url_encrypted, var_names, vars_encrypted,
   headers_encrypted, secret_encrypted, previous_secret_encrypted, previous_secret_valid_until, active_since,
-  client_certificate_encrypted, rate_limit_per_second`;
+  client_certificate_encrypted, rate_limit_per_second, auth, auth_secret_encrypted`;
 
 type Row = {
   id: string; org_id: string; name: string; status: StoredWebhook['status']; events: string[]; condition: string;
@@ -12,6 +13,7 @@ type Row = {
   headers_encrypted: string | null; secret_encrypted: string; previous_secret_encrypted: string | null;
   previous_secret_valid_until: Date | null; active_since: Date;
   client_certificate_encrypted: string | null; rate_limit_per_second: number | null;
+  auth: unknown; auth_secret_encrypted: string | null;
 };
 
 function toStoredWebhook(r: Row): StoredWebhook {
@@ -35,6 +37,8 @@ function toStoredWebhook(r: Row): StoredWebhook {
     activeSince: r.active_since,
     clientCertificateEncrypted: r.client_certificate_encrypted,
     rateLimitPerSecond: r.rate_limit_per_second,
+    auth: parseStoredWebhookAuth(r.auth),
+    authSecretEncrypted: r.auth_secret_encrypted,
   };
 }
 

@@ -102,7 +102,7 @@ describe('prepareRequest', () => {
       id: webhookId, orgId: randomUUID(), name: 'w', status: 'active', events: ['*'], condition: '', format: 'single', maxEvents: 1, template: '',
       urlEncrypted: box.encrypt('https://receiver.example/hook', { column: 'webhooks.url_encrypted', row: webhookId }), varNames: [], varsEncrypted: null, headersEncrypted: null,
       secretEncrypted: box.encrypt(generateSigningSecret(), { column: 'webhooks.secret_encrypted', row: webhookId }),
-      previousSecretEncrypted: null, previousSecretValidUntil: null, activeSince: new Date(0), clientCertificateEncrypted: null, rateLimitPerSecond: null,
+      previousSecretEncrypted: null, previousSecretValidUntil: null, activeSince: new Date(0), clientCertificateEncrypted: null, rateLimitPerSecond: null, auth: null, authSecretEncrypted: null,
     },
     box,
   );

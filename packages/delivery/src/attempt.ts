@@ -49,6 +49,11 @@ const LEASE_MARGIN_MS = 5_000;
  * turned away to come back later. The lease covers this wait, so a delivery is never in flight twice.
  */
 export const SLOT_WAIT_MS = 2_000;
+/**
+ * A delivery turned away is recorded due this much before the time it comes back: its job may run a little early by
+ * another process's clock, and a lease needs the delivery due.
+ */
+const DUE_AGAIN_EARLY_MS = 1_000;
 // Most attempt records one statement carries (group commit).
 const RECORD_BATCH = 500;
 /**
@@ -194,12 +199,14 @@ export class AttemptRunner {
     // The turn comes first (fairly, within SLOT_WAIT_MS); the request is signed when it has come.
     const turn: SendTurn | null = await deps.scheduler.acquire({ orgId: delivery.orgId, webhookId: webhook.id, origin: webhook.origin }, slotDeadline);
     if (!turn) {
-      releases.push({ id: delivery.id, lease: delivery.leasedUntil });
       // The time it comes back counts the deliveries already waiting for the webhook, not itself.
       const busyUntil = deps.scheduler.retryAt(webhook.id);
       // A paced webhook's deliveries come back at their turns (webhook-pace.ts), never recalled early: a recalled
-      // delivery whose turn has not come would be turned away again, pushing the turns of the others back.
-      if (webhook.rateLimitPerSecond === null) deps.scheduler.noteWaiting(delivery.id, webhook.id);
+      // delivery whose turn has not come would be turned away again, pushing the turns of the others back. One that
+      // may be recalled is due from now (a lease needs it due), one that may not from its time.
+      const recallable = webhook.rateLimitPerSecond === null;
+      if (recallable) deps.scheduler.noteWaiting(delivery.id, webhook.id);
+      releases.push({ id: delivery.id, lease: delivery.leasedUntil, dueAt: dueAgain(recallable ? new Date() : busyUntil) });
       return { busyUntil };
     }
     // A paced webhook's turn is taken once the slot is held, so a granted request leaves at once: taken before, it
@@ -209,7 +216,7 @@ export class AttemptRunner {
       if (later !== null) {
         // Turned away like a busy delivery: no attempt, no failure; the job system brings it back at its turn.
         turn.release();
-        releases.push({ id: delivery.id, lease: delivery.leasedUntil });
+        releases.push({ id: delivery.id, lease: delivery.leasedUntil, dueAt: dueAgain(later) });
         return { busyUntil: later };
       }
     }
@@ -228,7 +235,7 @@ export class AttemptRunner {
         return 'cancelled';
       }
       const span = attemptSpan({ orgId: delivery.orgId, webhookId: webhook.id, deliveryId: delivery.id, origin: webhook.origin });
-      result = await deps.send({ url: request.url, headers: span.headers(request.headers), body: request.body, clientCertificate: request.clientCertificate }).catch(
+      result = await deps.send({ url: request.url, headers: span.headers(request.headers), body: request.body, clientCertificate: request.clientCertificate, auth: request.auth }).catch(
         // The sender reports failures as results; an exception is a bug there, recorded as a network error.
         (): SendResult => ({ statusCode: 0, error: 'network_error', durationMs: Date.now() - startedAt.getTime(), responseSnippet: '', retryAfter: null }),
       );
@@ -294,4 +301,9 @@ export class AttemptRunner {
     }
     return running;
   }
+}
+
+/** The due time recorded for a delivery turned away until `at` ({@link DUE_AGAIN_EARLY_MS}). */
+function dueAgain(at: Date): Date {
+  return new Date(at.getTime() - DUE_AGAIN_EARLY_MS);
 }

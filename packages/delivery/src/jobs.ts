@@ -373,6 +373,35 @@ export class DeliveryQueues {
   }
 
   /**
+   * Puts back deliveries the reconciler found overdue, each under its waiting job ({@link waitingJobId}) due now,
+   * unless that job is still alive (waiting, delayed or running: the delivery is waiting its turn, not lost). Returns
+   * how many it put back. One round trip per shard reads which jobs exist.
+   */
+  async deliverLost(deliveries: readonly { id: string; orgId: string }[]): Promise<number> {
+    const byQueue = new Map<Queue, { id: string; orgId: string }[]>();
+    for (const d of deliveries) {
+      const queue = this.queueFor('deliver', d.id);
+      const list = byQueue.get(queue);
+      if (list) list.push(d);
+      else byQueue.set(queue, [d]);
+    }
+    const lost: WaitingDelivery[] = [];
+    const now = new Date();
+    await Promise.all(
+      [...byQueue].map(async ([queue, list]) => {
+        const pipeline = ((await queue.getBackend().client) as unknown as RedisConnection).pipeline();
+        for (const d of list) pipeline.exists(queue.toKey(waitingJobId(d.id)));
+        const answers = (await pipeline.exec()) ?? [];
+        list.forEach((d, i) => {
+          if (answers[i]?.[1] === 0) lost.push({ id: d.id, dueAt: now, orgId: d.orgId });
+        });
+      }),
+    );
+    await this.deliverLater(lost);
+    return lost.length;
+  }
+
+  /**
    * Brings deliveries' waiting jobs ({@link deliverLater}) forward to now: their webhook has room again. A job that is
    * no longer delayed (running, done, taken by another worker) or gone is left as it is.
    */

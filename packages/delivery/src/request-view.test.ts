@@ -1,4 +1,9 @@
-import { secretsValidAt } from './request-view';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { SecretBox } from '@gatehook/core/encryption';
+import { REDACTION_WITHHELD } from './render/redaction';
+import { sealBody } from './render/stored-body';
+import { RequestViews, secretsValidAt, type WebhookSecrets } from './request-view';
+import { WEBHOOK_CONFIG_TTL_MS } from './webhook-configs';
 
 describe('secretsValidAt', () => {
   const overlap = 86_400;
@@ -16,5 +21,51 @@ describe('secretsValidAt', () => {
   });
   it('is the current one alone once the overlap ended', () => {
     expect(secretsValidAt(secrets, secrets.previousValidUntil, overlap)).toEqual(['new']);
+  });
+});
+
+describe('RequestViews', () => {
+  const box = new SecretBox(randomBytes(32).toString('base64'));
+  const webhookWith = (token: string, secretsChangedAt: Date | null = null): WebhookSecrets & { varNames: string[] } => {
+    const id = randomUUID();
+    return {
+      id,
+      varNames: ['TOKEN'],
+      secretEncrypted: box.encrypt('whsec_c2VjcmV0', { column: 'webhooks.secret_encrypted', row: id }),
+      previousSecretEncrypted: null,
+      previousSecretValidUntil: null,
+      varsEncrypted: box.encryptMap({ TOKEN: token }, { column: 'webhooks.vars_encrypted', row: id }),
+      headersEncrypted: null,
+      secretsChangedAt,
+    };
+  };
+  const sent = (bodyEncrypted: string, id: string, createdAt = new Date()) => ({ id, createdAt, bodyEncrypted, contentType: 'application/json', attemptAt: createdAt });
+
+  it('redacts a body rendered with the values the webhook holds, and withholds one rendered with others, whenever stored', () => {
+    const views = new RequestViews(box);
+    const before = webhookWith('old-value');
+    const id = randomUUID();
+    const stored = sealBody(box, '{"t":"old-value"}', id, before);
+    expect(views.view(before, sent(stored, id), 60).body).toBe('{"t":"[redacted]"}');
+    // The value changed long before the body was stored: still rendered with the old one.
+    const changed = { ...before, varsEncrypted: box.encryptMap({ TOKEN: 'new-value' }, { column: 'webhooks.vars_encrypted', row: before.id }), secretsChangedAt: new Date(Date.now() - 3_600_000) };
+    expect(views.view(changed, sent(stored, id), 60).body).toBe('[redacted]');
+  });
+
+  it('decides a body stored without a version by when it was created', () => {
+    const views = new RequestViews(box);
+    const changedAt = new Date(Date.now() - 3_600_000);
+    const webhook = webhookWith('a-value', changedAt);
+    const id = randomUUID();
+    const legacy = box.encrypt('{"t":"a-value"}', { column: 'deliveries.body_encrypted', row: id });
+    expect(views.view(webhook, sent(legacy, id, new Date(changedAt.getTime() + WEBHOOK_CONFIG_TTL_MS)), 60).body).toBe('[redacted]');
+    expect(views.view(webhook, sent(legacy, id, new Date(changedAt.getTime() + WEBHOOK_CONFIG_TTL_MS + 1)), 60).body).toBe('{"t":"[redacted]"}');
+  });
+
+  it('withholds the body with its marker when redaction runs past its budget', () => {
+    const webhook = webhookWith('v');
+    const id = randomUUID();
+    const stored = sealBody(box, JSON.stringify({ t: 'v'.repeat(300_000) }), id, webhook);
+    expect(new RequestViews(box, 0).view(webhook, sent(stored, id), 60).body).toBe(REDACTION_WITHHELD);
   });
 });

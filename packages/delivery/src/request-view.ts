@@ -1,9 +1,11 @@
+import { LRUCache } from 'lru-cache';
+import { threadClock } from '@gatehook/core/cpu-deadline';
 import type { SecretBox } from '@gatehook/core/encryption';
 import { USER_AGENT } from '@gatehook/core/version';
 import { RESERVED_HEADERS } from '@gatehook/core/webhook-schema';
-import { REDACTED, Redactor } from './render/redaction';
+import { REDACTED, REDACTION_BUDGET_MS, Redactor } from './render/redaction';
 import { deliveryHeaders } from './render/signing';
-import { openBody } from './render/stored-body';
+import { openStoredBody, secretsVersionOf } from './render/stored-body';
 import { WEBHOOK_CONFIG_TTL_MS } from './webhook-configs';
 
 /** The stored secrets of a webhook, encrypted, as its row holds them. */
@@ -16,7 +18,24 @@ export interface WebhookSecrets {
   headersEncrypted: string | null;
   /** When a var or header value last changed; null when never since creation. */
   secretsChangedAt: Date | null;
+  /** OAuth 2.0 destination authentication (CONTRACT 20): its requests carry an access token, shown redacted. */
+  auth?: unknown;
 }
+
+/** A delivery as the request view reads it. */
+export interface SentDelivery {
+  id: string;
+  createdAt: Date;
+  bodyEncrypted: string;
+  contentType: string | null;
+  /** The start of the last attempt. */
+  attemptAt: Date;
+}
+
+/** Redactors kept per version of a webhook's secret values (least recently used forgotten). */
+const REDACTORS_KEPT = 256;
+/** Characters of values the kept redactors may hold in all (each holds a few forms of every value). */
+const REDACTOR_CHARS_KEPT = 64 * 1024 * 1024;
 
 /** The request of a delivery's last attempt as the operator's view shows it (CONTRACT 17). */
 export interface RequestView {
@@ -48,46 +67,74 @@ export function secretsValidAt(
  * Rebuilds the request a delivery's last attempt sent: the stored body, and the headers `prepareRequest` made at
  * `attemptAt` (webhook-timestamp is the attempt's start in whole seconds; webhook-signature is recomputed over the
  * body as sent, so it verifies against it when nothing was redacted). Then every custom header value, and every
- * variable or custom header value found in the body, becomes `[redacted]`. Custom headers are the webhook's
- * current ones. A body rendered before a variable or header value last changed may hold a value that is no longer
- * stored, so cannot be looked for: such a body is withheld whole (`[redacted]`), and so is one created up to
- * WEBHOOK_CONFIG_TTL_MS after the change, which a worker may have rendered from its cached configuration.
+ * variable or custom header value found in the body, becomes `[redacted]` (redaction.ts, within
+ * REDACTION_BUDGET_MS of CPU time). Custom headers are the webhook's current ones.
+ *
+ * The body is searched only for the values it was rendered with: a body records the version of the webhook's secret
+ * values at its render (stored-body.ts), and one rendered with other values than the webhook holds now may carry a
+ * value that is no longer stored, so cannot be looked for: it is withheld whole (`[redacted]`), whenever it was
+ * rendered or stored. A body stored before versions were recorded is withheld when it was created up to
+ * WEBHOOK_CONFIG_TTL_MS after the last change of those values, which a worker may have rendered from its cached
+ * configuration.
  */
-export function requestView(
-  box: SecretBox,
-  webhook: WebhookSecrets,
-  delivery: { id: string; createdAt: Date; bodyEncrypted: string; contentType: string | null; attemptAt: Date },
-  rotationOverlapSeconds: number,
-): RequestView {
-  const row = webhook.id;
-  const body = openBody(box, delivery.bodyEncrypted, delivery.id);
-  const vars = webhook.varsEncrypted ? box.decryptMap(webhook.varsEncrypted, { column: 'webhooks.vars_encrypted', row }) : {};
-  const custom = webhook.headersEncrypted ? box.decryptMap(webhook.headersEncrypted, { column: 'webhooks.headers_encrypted', row }) : {};
-  const secrets = secretsValidAt(
-    {
-      current: box.decrypt(webhook.secretEncrypted, { column: 'webhooks.secret_encrypted', row }),
-      previous: webhook.previousSecretEncrypted ? box.decrypt(webhook.previousSecretEncrypted, { column: 'webhooks.previous_secret_encrypted', row }) : null,
-      previousValidUntil: webhook.previousSecretValidUntil,
-    },
-    delivery.attemptAt,
-    rotationOverlapSeconds,
-  );
-  const contentType = delivery.contentType ?? 'application/json';
-  const sent = deliveryHeaders({
-    deliveryId: delivery.id,
-    timestampSeconds: Math.floor(delivery.attemptAt.getTime() / 1000),
-    body,
-    secrets,
-    contentType,
-    userAgent: USER_AGENT,
-    custom,
-  });
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(sent)) {
-    // defineProperty: a custom header may be named `__proto__` (see deliveryHeaders).
-    Object.defineProperty(headers, name, { value: RESERVED_HEADERS.has(name) ? value : REDACTED, enumerable: true, writable: true, configurable: true });
+export class RequestViews {
+  private readonly redactors = new LRUCache<string, Redactor>({ max: REDACTORS_KEPT, maxSize: REDACTOR_CHARS_KEPT, sizeCalculation: (r) => Math.max(1, r.size) });
+
+  constructor(
+    private readonly box: SecretBox,
+    private readonly budgetMs: number = REDACTION_BUDGET_MS,
+  ) {}
+
+  /** The request view of `delivery`, a delivery of `webhook`. */
+  view(webhook: WebhookSecrets, delivery: SentDelivery, rotationOverlapSeconds: number): RequestView {
+    const { box } = this;
+    const row = webhook.id;
+    const { body, secretsVersion } = openStoredBody(box, delivery.bodyEncrypted, delivery.id);
+    const custom = webhook.headersEncrypted ? box.decryptMap(webhook.headersEncrypted, { column: 'webhooks.headers_encrypted', row }) : {};
+    const secrets = secretsValidAt(
+      {
+        current: box.decrypt(webhook.secretEncrypted, { column: 'webhooks.secret_encrypted', row }),
+        previous: webhook.previousSecretEncrypted ? box.decrypt(webhook.previousSecretEncrypted, { column: 'webhooks.previous_secret_encrypted', row }) : null,
+        previousValidUntil: webhook.previousSecretValidUntil,
+      },
+      delivery.attemptAt,
+      rotationOverlapSeconds,
+    );
+    const contentType = delivery.contentType ?? 'application/json';
+    const sent = deliveryHeaders({
+      deliveryId: delivery.id,
+      timestampSeconds: Math.floor(delivery.attemptAt.getTime() / 1000),
+      body,
+      secrets,
+      contentType,
+      userAgent: USER_AGENT,
+      custom,
+    });
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(sent)) {
+      // defineProperty: a custom header may be named `__proto__` (see deliveryHeaders).
+      Object.defineProperty(headers, name, { value: RESERVED_HEADERS.has(name) ? value : REDACTED, enumerable: true, writable: true, configurable: true });
+    }
+    // The access token is added by the egress client as the request leaves; it is never kept, so never shown.
+    if (webhook.auth !== undefined && webhook.auth !== null) headers.authorization = REDACTED;
+    const current = secretsVersionOf(webhook);
+    const renderedWithOthers =
+      secretsVersion === null
+        ? webhook.secretsChangedAt !== null && delivery.createdAt.getTime() <= webhook.secretsChangedAt.getTime() + WEBHOOK_CONFIG_TTL_MS
+        : secretsVersion !== current;
+    if (renderedWithOthers) return { content_type: contentType, headers, body: REDACTED };
+    return { content_type: contentType, headers, body: this.redactorOf(webhook, current, custom).redact(body, threadClock.deadline(this.budgetMs)) };
   }
-  if (webhook.secretsChangedAt !== null && delivery.createdAt.getTime() <= webhook.secretsChangedAt.getTime() + WEBHOOK_CONFIG_TTL_MS) return { content_type: contentType, headers, body: REDACTED };
-  const redactor = new Redactor([...Object.values(vars), ...Object.values(custom)]);
-  return { content_type: contentType, headers, body: redactor.redact(body) };
+
+  /** The redactor of a version of a webhook's values, made once per version. */
+  private redactorOf(webhook: WebhookSecrets, version: string, custom: Record<string, string>): Redactor {
+    const key = `${webhook.id}:${version}`;
+    let redactor = this.redactors.get(key);
+    if (!redactor) {
+      const vars = webhook.varsEncrypted ? this.box.decryptMap(webhook.varsEncrypted, { column: 'webhooks.vars_encrypted', row: webhook.id }) : {};
+      redactor = new Redactor([...Object.values(vars), ...Object.values(custom)]);
+      this.redactors.set(key, redactor);
+    }
+    return redactor;
+  }
 }

@@ -37,7 +37,7 @@ const stored: StoredWebhook = {
   previousSecretValidUntil: null,
   activeSince: new Date('2026-01-01T00:00:00.000Z'),
   clientCertificateEncrypted: null,
-  rateLimitPerSecond: null,
+  rateLimitPerSecond: null, auth: null, authSecretEncrypted: null,
 };
 
 describe('LiveWebhooks', () => {

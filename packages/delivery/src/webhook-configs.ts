@@ -7,6 +7,7 @@ import type { SecretBox } from '@gatehook/core/encryption';
 import type { Logger } from '@gatehook/core/logger';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import type { ClientCertificate } from '@gatehook/egress/client-certificate';
+import type { DestinationAuth } from '@gatehook/egress/oauth/token-request';
 import { sqlPool, type Db, type Pool } from '@gatehook/db/client';
 import { loadOrgWebhookVersions, loadWebhookVersions } from '@gatehook/db/webhooks';
 import { parseTemplate, type ExecLimits, type Template } from '@gatehook/templates/template';
@@ -52,6 +53,8 @@ export interface LiveWebhook extends StoredWebhook {
    * by it cheaply.
    */
   clientCertificate: ClientCertificate | null;
+  /** OAuth 2.0 destination authentication with its secret (CONTRACT 20); null: none. */
+  destinationAuth: DestinationAuth | null;
   /** Set when a stored secret cannot be decrypted with the configured keys: its deliveries fail with this error. */
   unreadable: string | null;
   /** SPEC 6.2: no condition matches everything; an evaluation error or a stored condition that no longer compiles skips. */
@@ -88,6 +91,7 @@ export function toLiveWebhook(stored: VersionedWebhook, box: SecretBox, logger?:
   let secret = '';
   let previousSecret: string | null = null;
   let clientCertificate: ClientCertificate | null = null;
+  let destinationAuth: DestinationAuth | null = null;
   let unreadable: string | null = null;
   try {
     const row = stored.id;
@@ -100,6 +104,12 @@ export function toLiveWebhook(stored: VersionedWebhook, box: SecretBox, logger?:
     if (stored.clientCertificateEncrypted) {
       const { cert, key } = JSON.parse(box.decrypt(stored.clientCertificateEncrypted, { column: 'webhooks.client_certificate_encrypted', row })) as ClientCertificate;
       clientCertificate = { cert, key };
+    }
+    if (stored.auth && stored.authSecretEncrypted) {
+      const secret = box.decrypt(stored.authSecretEncrypted, { column: 'webhooks.auth_secret_encrypted', row });
+      // Tokens are cached under the webhook and this version of its auth: any change of auth fetches anew.
+      const cacheKey = `${row}:${createHash('sha256').update(JSON.stringify(stored.auth)).update(stored.authSecretEncrypted).digest('base64url')}`;
+      destinationAuth = { ...stored.auth, secret, cacheKey };
     }
   } catch {
     unreadable = deliveryError('secret_unreadable', 'a stored secret of this webhook cannot be decrypted with the configured keys');
@@ -121,6 +131,7 @@ export function toLiveWebhook(stored: VersionedWebhook, box: SecretBox, logger?:
     secret,
     previousSecret,
     clientCertificate,
+    destinationAuth,
     unreadable,
     matches: compileCondition(stored, logger),
     render(event, envelopes, limits) {

@@ -2,7 +2,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { createClientCa, createPki } from '@gatehook/testkit/pki';
+import { createClientCa, createPki, selfSignedWithKey } from '@gatehook/testkit/pki';
 import { startProxy } from '@gatehook/testkit/proxy';
 import { parseCidrList } from '@gatehook/egress/address-policy';
 import { createEgressClient, type EgressClient, type EgressClientOptions } from '@gatehook/egress/client';
@@ -116,6 +116,32 @@ describe('inspectClientCertificate', () => {
   it('refuses an encrypted key', () => {
     const encrypted = createPrivateKey(good.keyPem).export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'pw' }).toString();
     expect(inspectClientCertificate({ cert: good.certPem, key: encrypted })).toMatchObject({ ok: false, message: expect.stringContaining('encrypted keys') });
+  });
+
+  it.each([
+    ['EC P-256', ['ec', '-pkeyopt', 'ec_paramgen_curve:P-256']],
+    ['EC P-384', ['ec', '-pkeyopt', 'ec_paramgen_curve:P-384']],
+    ['Ed25519', ['ed25519']],
+    ['RSA 2048', ['rsa:2048']],
+    ['RSA 4096', ['rsa:4096']],
+  ])('accepts a %s key', (_name, newkey) => {
+    expect(inspectClientCertificate(selfSignedWithKey(...newkey))).toMatchObject({ ok: true });
+  });
+
+  it.each([
+    ['EC P-521', ['ec', '-pkeyopt', 'ec_paramgen_curve:P-521'], /EC key on the curve secp521r1/],
+    ['EC secp256k1', ['ec', '-pkeyopt', 'ec_paramgen_curve:secp256k1'], /EC key on the curve secp256k1/],
+    ['Ed448', ['ed448'], /type ed448/],
+    ['RSA 1024', ['rsa:1024'], /RSA key of 1024 bits/],
+    ['RSA 4160', ['rsa:4160'], /RSA key of 4160 bits/],
+  ])('refuses a %s key, naming the certificate', (_name, newkey, message) => {
+    expect(inspectClientCertificate(selfSignedWithKey(...newkey))).toEqual({ ok: false, field: 'cert', message: expect.stringMatching(message) });
+  });
+
+  it('refuses a private key of another type than allowed, naming the key', () => {
+    const p256 = selfSignedWithKey('ec', '-pkeyopt', 'ec_paramgen_curve:P-256');
+    const ed448 = selfSignedWithKey('ed448');
+    expect(inspectClientCertificate({ cert: p256.cert, key: ed448.key })).toEqual({ ok: false, field: 'key', message: expect.stringMatching(/type ed448 is not supported/) });
   });
 
   it('keys pools by certificate and key together', () => {

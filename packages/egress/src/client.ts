@@ -16,6 +16,8 @@ import {
 } from '@gatehook/egress/address-policy';
 import { clientCertificateIdentity, type ClientCertificate } from '@gatehook/egress/client-certificate';
 import { parseProxyUrl, PROXY_ERROR_CODE, TunnelAgent } from '@gatehook/egress/proxy-tunnel';
+import { DestinationTokens, type TokenFetchOutcome } from '@gatehook/egress/oauth/token-cache';
+import type { DestinationAuth } from '@gatehook/egress/oauth/token-request';
 
 /** Most of a response body ever read; the rest is dropped with the connection. */
 export const MAX_RESPONSE_BYTES = 64 * 1024;
@@ -48,7 +50,9 @@ export type SendErrorCode =
   | 'not_https'
   | 'network_error'
   | 'proxy_error'
-  | `http_${number}`;
+  | `http_${number}`
+  /** The destination's OAuth 2.0 token could not be had (CONTRACT 20); the receiver was not called. */
+  | `auth_failed: ${string}`;
 
 export interface SendRequest {
   url: string;
@@ -56,6 +60,8 @@ export interface SendRequest {
   body: string | Buffer;
   /** Presented when the receiver asks for one (mTLS); connections are pooled per certificate. */
   clientCertificate?: ClientCertificate | null;
+  /** OAuth 2.0 destination authentication: the request is sent with a token obtained for it (CONTRACT 20). */
+  auth?: DestinationAuth | null;
 }
 
 export interface SendResult {
@@ -85,6 +91,8 @@ export interface EgressClientOptions {
    * here and the proxy is asked for a tunnel to the checked address (proxy-tunnel.ts).
    */
   proxyUrl?: string;
+  /** Told of every OAuth 2.0 token fetch and what it came to (the metric of token fetches). */
+  onTokenFetch?: (outcome: TokenFetchOutcome) => void;
 }
 
 export interface EgressClient {
@@ -215,7 +223,8 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
           // The same resolver and policy as a direct connection; the proxy is asked for the checked address only.
           resolve: (host) => resolveChecked(host, opts.allow, resolve),
           proxyContext: baseContext,
-          // Within the request's timeout, so a proxy that hangs is a proxy_error, not the receiver's timeout.
+          // Within the request's timeout, so the tunnel's own verdict (proxy_error, or the destination's timeout) is the one
+          // recorded rather than the request's.
           connectTimeoutMs: Math.max(1, Math.floor(opts.timeoutMs / 2)),
         })
       : new Agent(agentOptions);
@@ -269,7 +278,11 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
   }
   let closed = false;
 
-  async function send(req: SendRequest): Promise<SendResult> {
+  /**
+   * One POST: its result, and the first `keepBytes` of the response body as received. `timeoutMs` narrows the
+   * client's timeout for this request only.
+   */
+  async function transmit(req: SendRequest, keepBytes: number, timeoutMs?: number): Promise<{ result: SendResult; kept: Buffer }> {
     if (closed) throw new Error('egress client is closed');
     const started = performance.now();
     const result = (statusCode: number, error: SendErrorCode | null, response?: Response, snippet = ''): SendResult => {
@@ -288,20 +301,21 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
     try {
       url = new URL(req.url);
     } catch {
-      return result(0, 'invalid_url');
+      return { result: result(0, 'invalid_url'), kept: Buffer.alloc(0) };
     }
-    if (url.protocol !== 'https:') return result(0, 'not_https');
+    if (url.protocol !== 'https:') return { result: result(0, 'not_https'), kept: Buffer.alloc(0) };
     // Sockets skip the lookup for IP literals, so those are checked here instead.
     const host = hostOf(url);
-    if (isIP(host) !== 0 && !classifyAddress(host, opts.allow).allowed) return result(0, 'blocked_address');
+    if (isIP(host) !== 0 && !classifyAddress(host, opts.allow).allowed) return { result: result(0, 'blocked_address'), kept: Buffer.alloc(0) };
 
-    return new Promise<SendResult>((resolve) => {
+    return new Promise<{ result: SendResult; kept: Buffer }>((resolve) => {
       let stream: ReturnType<Got['stream']>;
       try {
-        stream = poolFor(req.clientCertificate).http.stream.post(url, { headers: { ...req.headers, 'user-agent': opts.userAgent }, body: req.body });
+        const timeout = timeoutMs === undefined ? {} : { timeout: { request: timeoutMs } };
+        stream = poolFor(req.clientCertificate).http.stream.post(url, { headers: { ...req.headers, 'user-agent': opts.userAgent }, body: req.body, ...timeout });
       } catch {
         // A stored certificate that no longer makes a TLS context (checked on save, so this should not occur).
-        resolve(result(0, 'tls_error'));
+        resolve({ result: result(0, 'tls_error'), kept: Buffer.alloc(0) });
         return;
       }
 
@@ -314,8 +328,9 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
         if (settled) return;
         settled = true;
         // A receiver may answer anything (a GIF, protobuf): the snippet is stored, so it must be storable text.
-        const snippet = sanitiseText(Buffer.concat(kept));
-        resolve(result(response?.statusCode ?? 0, error, response, snippet));
+        const body = Buffer.concat(kept);
+        const snippet = sanitiseText(body.subarray(0, SNIPPET_BYTES));
+        resolve({ result: result(response?.statusCode ?? 0, error, response, snippet), kept: body });
       };
 
       stream.on('response', (res: Response) => {
@@ -323,8 +338,8 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
       });
       stream.on('data', (chunk: Buffer) => {
         receivedBytes += chunk.length;
-        if (keptBytes < SNIPPET_BYTES) {
-          const part = chunk.subarray(0, SNIPPET_BYTES - keptBytes);
+        if (keptBytes < keepBytes) {
+          const part = chunk.subarray(0, keepBytes - keptBytes);
           kept.push(part);
           keptBytes += part.length;
         }
@@ -336,6 +351,35 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
       stream.on('end', () => finish(statusErrorCode(response?.statusCode ?? 0)));
       stream.on('error', (error) => finish(transportErrorCode(error)));
     });
+  }
+
+  // OAuth 2.0 token requests go out like deliveries (address policy at connect, proxy, TLS, no redirects, timeout),
+  // and their whole answer (up to MAX_RESPONSE_BYTES) is read.
+  const tokens = new DestinationTokens(async (request) => {
+    const { result, kept } = await transmit(request, MAX_RESPONSE_BYTES);
+    return { statusCode: result.statusCode, error: result.error, ...(result.headers ? { headers: result.headers } : {}), body: kept };
+  }, opts.onTokenFetch);
+
+  /**
+   * Sends with the destination's access token when the request carries `auth` (CONTRACT 20): a token that cannot
+   * be had fails the request without calling the receiver; a 401 drops the token so the next request fetches one.
+   */
+  async function send(req: SendRequest): Promise<SendResult> {
+    if (!req.auth) return (await transmit(req, SNIPPET_BYTES)).result;
+    const started = performance.now();
+    const token = await tokens.token(req.auth);
+    const waitedMs = performance.now() - started;
+    if (!token.ok) {
+      return { statusCode: 0, error: `auth_failed: ${token.reason}`, durationMs: Math.round(waitedMs), responseSnippet: '', retryAfter: null };
+    }
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(req.headers)) if (name.toLowerCase() !== 'authorization') headers[name] = value;
+    headers.authorization = `Bearer ${token.accessToken}`;
+    // A fetched token took part of the attempt's time; the receiver has the rest of it.
+    const remaining = token.fetched ? Math.max(1, Math.round(opts.timeoutMs - waitedMs)) : undefined;
+    const { result } = await transmit({ ...req, headers }, SNIPPET_BYTES, remaining);
+    if (result.statusCode === 401) tokens.drop(req.auth.cacheKey, token.accessToken);
+    return { ...result, durationMs: result.durationMs + Math.round(waitedMs) };
   }
 
   async function close(): Promise<void> {

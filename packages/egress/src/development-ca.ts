@@ -1,13 +1,15 @@
 import { generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import ipaddr from 'ipaddr.js';
 import forge from 'node-forge';
 
 /**
  * The development CA: made on first use in `.gatehook/dev-ca/` at the root of the checkout (git-ignored), it signs
  * the certificate of `gatehook listen`, and `pnpm start` in development points EGRESS_EXTRA_CA_FILE at its
  * certificate, so that deliveries reach a local receiver over verified TLS without a setting edited by hand.
- * Production never reads it: nothing but development start-up names this file.
+ * Production never reads it: nothing but development start-up names this file. It is name-constrained to this
+ * machine (DEVELOPMENT_CA_NAMES).
  */
 export const DEVELOPMENT_CA_DIR = path.resolve(__dirname, '../../../.gatehook/dev-ca');
 
@@ -42,6 +44,30 @@ function serial(): string {
   return `01${randomBytes(15).toString('hex')}`;
 }
 
+/**
+ * The names the development CA may certify: this machine only (RFC 5280 name constraints, critical), so its key,
+ * readable by whoever can read the checkout, can never vouch for another host to a process that trusts the CA.
+ */
+export const DEVELOPMENT_CA_NAMES = { dns: ['localhost'], ip: ['127.0.0.1', '::1'] } as const;
+
+/** The nameConstraints extension (2.5.29.30) permitting only DEVELOPMENT_CA_NAMES, built with forge's ASN.1. */
+function thisMachineOnly(): { id: string; critical: boolean; value: forge.asn1.Asn1 } {
+  const { asn1 } = forge;
+  const subtree = (tag: number, bytes: string) =>
+    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [asn1.create(asn1.Class.CONTEXT_SPECIFIC, tag, false, bytes)]);
+  // An iPAddress constraint is the address followed by its mask: one address alone.
+  const single = (ip: string) => {
+    const address = ipaddr.parse(ip).toByteArray();
+    return String.fromCharCode(...address, ...address.map(() => 0xff));
+  };
+  const permitted = [...DEVELOPMENT_CA_NAMES.dns.map((name) => subtree(2, name)), ...DEVELOPMENT_CA_NAMES.ip.map((ip) => subtree(7, single(ip)))];
+  return {
+    id: '2.5.29.30',
+    critical: true,
+    value: asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, true, permitted)]),
+  };
+}
+
 function createCa(): { certPem: string; keyPem: string } {
   const keys = rsaPair();
   const cert = forge.pki.createCertificate();
@@ -56,9 +82,15 @@ function createCa(): { certPem: string; keyPem: string } {
     { name: 'basicConstraints', cA: true, pathLenConstraint: 0, critical: true },
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
     { name: 'subjectKeyIdentifier' },
+    thisMachineOnly(),
   ]);
   cert.sign(keys.privateKey, forge.md.sha256.create());
   return { certPem: forge.pki.certificateToPem(cert), keyPem: forge.pki.privateKeyToPem(keys.privateKey) };
+}
+
+/** Whether a CA certificate carries name constraints (a development CA made before they existed does not). */
+function isConstrained(certPem: string): boolean {
+  return Boolean(forge.pki.certificateFromPem(certPem).getExtension('nameConstraints'));
 }
 
 function readCa(dir: string): DevelopmentCa | null {
@@ -67,7 +99,8 @@ function readCa(dir: string): DevelopmentCa | null {
   if (!existsSync(certFile) || !existsSync(keyFile)) return null;
   const certPem = readFileSync(certFile, 'utf8');
   const notAfter = new Date(new X509Certificate(certPem).validTo).getTime();
-  if (notAfter - CA_RENEW_BEFORE_MS < Date.now()) return null;
+  // Replaced when about to expire, or when made without the name constraints.
+  if (notAfter - CA_RENEW_BEFORE_MS < Date.now() || !isConstrained(certPem)) return null;
   return { certFile, certPem, keyPem: readFileSync(keyFile, 'utf8') };
 }
 
@@ -85,7 +118,8 @@ export function ensureDevelopmentCa(dir: string = DEVELOPMENT_CA_DIR): Developme
   const made = createCa();
   writeFileSync(path.join(staging, 'ca-key.pem'), made.keyPem, { mode: 0o600 });
   writeFileSync(path.join(staging, 'ca.pem'), made.certPem, { mode: 0o644 });
-  // An expired CA is moved aside first; rename then fails only when another process put its CA in place meanwhile.
+  // An expired or unconstrained CA is moved aside first; rename then fails only when another process put its CA in
+  // place meanwhile.
   if (existsSync(dir) && !readCa(dir)) rmSync(dir, { recursive: true, force: true });
   try {
     renameSync(staging, dir);

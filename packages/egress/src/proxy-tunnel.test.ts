@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { createPki } from '@gatehook/testkit/pki';
 import { startProxy, type TestProxy } from '@gatehook/testkit/proxy';
 import { parseCidrList, type HostLookup } from '@gatehook/egress/address-policy';
@@ -151,12 +151,12 @@ describe('a proxy that fails', () => {
     expect(received).toEqual([]);
   });
 
-  it('is proxy_error when CONNECT is answered non-2xx', async () => {
+  it('is proxy_error when CONNECT is refused by the proxy itself (403, 400)', async () => {
     const proxy = await startProxy();
-    proxy.refuseWith(502);
-    expect(await client(proxy).send({ url: `https://127.0.0.1:${port}/hook`, ...post })).toMatchObject({ statusCode: 0, error: 'proxy_error' });
-    proxy.refuseWith(403);
-    expect(await client(proxy).send({ url: `https://127.0.0.1:${port}/hook`, ...post })).toMatchObject({ statusCode: 0, error: 'proxy_error' });
+    for (const status of [403, 400]) {
+      proxy.refuseWith(status);
+      expect(await client(proxy).send({ url: `https://127.0.0.1:${port}/hook`, ...post })).toMatchObject({ statusCode: 0, error: 'proxy_error' });
+    }
     await proxy.close();
   });
 
@@ -169,21 +169,63 @@ describe('a proxy that fails', () => {
     await proxy.close();
   });
 
-  it('is proxy_error when the proxy never answers CONNECT', async () => {
-    const { createServer: createNetServer } = await import('node:net');
-    const held = new Set<import('node:net').Socket>();
-    const silent = createNetServer((socket) => {
-      held.add(socket);
-      socket.on('error', () => undefined);
-    });
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const silentPort = (silent.address() as AddressInfo).port;
-    const result = await client(`http://127.0.0.1:${silentPort}`, { timeoutMs: 500 }).send({ url: `https://127.0.0.1:${port}/hook`, ...post });
+  it('is proxy_error when TLS to an https:// proxy never completes', async () => {
+    const silent = await startSilentServer();
+    const result = await client(`https://127.0.0.1:${silent.port}`, { timeoutMs: 500 }).send({ url: `https://127.0.0.1:${port}/hook`, ...post });
     expect(result).toMatchObject({ statusCode: 0, error: 'proxy_error' });
-    for (const socket of held) socket.destroy();
-    await new Promise((resolve) => silent.close(resolve));
+    await silent.close();
   });
 });
+
+describe('a destination that fails behind the proxy', () => {
+  it('is connection_refused when the receiver refuses the proxy (the proxy answers 502)', async () => {
+    const proxy = await startProxy();
+    const closed = createNetServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const result = await client(proxy).send({ url: `https://127.0.0.1:${closedPort}/hook`, ...post });
+    expect(result).toMatchObject({ statusCode: 0, error: 'connection_refused' });
+    expect(proxy.requests).toEqual([expect.objectContaining({ target: `127.0.0.1:${closedPort}`, status: 502 })]);
+    await proxy.close();
+  });
+
+  it('maps the proxy\'s 502 and 503 to connection_refused and 504 to timeout, as Squid and Envoy answer them', async () => {
+    const proxy = await startProxy();
+    const answered: Record<number, string | null> = {};
+    for (const status of [502, 503, 504]) {
+      proxy.refuseWith(status);
+      answered[status] = (await client(proxy).send({ url: `https://127.0.0.1:${port}/hook`, ...post })).error;
+    }
+    expect(answered).toEqual({ 502: 'connection_refused', 503: 'connection_refused', 504: 'timeout' });
+    expect(received).toEqual([]);
+    await proxy.close();
+  });
+
+  it('is timeout when the proxy takes the CONNECT and never answers it (waiting on the destination)', async () => {
+    const silent = await startSilentServer();
+    const result = await client(`http://127.0.0.1:${silent.port}`, { timeoutMs: 500 }).send({ url: `https://127.0.0.1:${port}/hook`, ...post });
+    expect(result).toMatchObject({ statusCode: 0, error: 'timeout' });
+    await silent.close();
+  });
+});
+
+/** A TCP server on 127.0.0.1 that accepts connections and never says a word. */
+async function startSilentServer(): Promise<{ port: number; close(): Promise<void> }> {
+  const held = new Set<Socket>();
+  const server = createNetServer((socket) => {
+    held.add(socket);
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    async close() {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
 
 describe('parseProxyUrl', () => {
   it('takes credentials apart and defaults the port', () => {

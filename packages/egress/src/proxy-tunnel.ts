@@ -4,8 +4,20 @@ import { isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 
-/** Error code of a failure of the proxy itself (unreachable, CONNECT refused, tunnel gone before TLS). */
+/** Error code of a failure of the proxy itself (unreachable, TLS to it, CONNECT refused by its own policy or 407). */
 export const PROXY_ERROR_CODE = 'EGRESS_PROXY_ERROR';
+
+/**
+ * What a proxy's answer to CONNECT says about the destination, as the errno a direct connection would have seen.
+ * Squid and Envoy answer 502 or 503 when the destination refuses or resets the connection, and 504 when it does
+ * not answer in time: those are the receiver's failures, not the proxy's. Any other non-2xx (403 by policy, 407,
+ * 400) is the proxy's.
+ */
+export const DESTINATION_FAILURE_STATUS: Readonly<Record<number, 'ECONNREFUSED' | 'ETIMEDOUT'>> = {
+  502: 'ECONNREFUSED',
+  503: 'ECONNREFUSED',
+  504: 'ETIMEDOUT',
+};
 
 /** An HTTP CONNECT proxy as EGRESS_PROXY_URL names it, parsed once. */
 export interface ProxyTarget {
@@ -36,8 +48,8 @@ export function parseProxyUrl(text: string): ProxyTarget {
   };
 }
 
-function proxyError(message: string): NodeJS.ErrnoException {
-  return Object.assign(new Error(message), { code: PROXY_ERROR_CODE });
+function tunnelError(message: string, code: string = PROXY_ERROR_CODE): NodeJS.ErrnoException {
+  return Object.assign(new Error(message), { code });
 }
 
 /** `host:port` of a CONNECT request line, IPv6 addresses in brackets. */
@@ -54,7 +66,10 @@ export interface TunnelOptions {
   resolve: (host: string) => Promise<string[]>;
   /** TLS context used to verify an https:// proxy (the client's trust store, no client certificate). */
   proxyContext: tls.SecureContext;
-  /** Longest wait for the proxy to answer CONNECT. */
+  /**
+   * Longest wait for the proxy to answer CONNECT. Past it, a proxy that was never reached is a proxy error; one that
+   * took the CONNECT and is still waiting for the destination is the destination's timeout.
+   */
   connectTimeoutMs: number;
 }
 
@@ -99,7 +114,11 @@ export class TunnelAgent extends Agent {
     });
   }
 
-  /** Opens a tunnel through the proxy to `address:port`; every failure is a proxy error. */
+  /**
+   * Opens a tunnel through the proxy to `address:port`. A failure to reach or speak to the proxy is a proxy error; a
+   * CONNECT the proxy took but could not complete for the destination's sake (DESTINATION_FAILURE_STATUS, or no
+   * answer in time) fails with the errno a direct connection would have, so it counts against the receiver.
+   */
   private connect(address: string, port: number): Promise<Socket> {
     const { proxy, proxyContext, connectTimeoutMs } = this.tunnel;
     const target = authority(address, port);
@@ -107,19 +126,29 @@ export class TunnelAgent extends Agent {
     if (proxy.authorization !== null) headers['proxy-authorization'] = proxy.authorization;
     return new Promise<Socket>((resolve, reject) => {
       let settled = false;
-      const fail = (message: string) => {
+      // Set once the proxy's connection (and TLS to an https:// proxy) is up and the CONNECT is on its way.
+      let reached = false;
+      const fail = (message: string, code?: string) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
         req.destroy();
-        reject(proxyError(message));
+        reject(tunnelError(message, code));
       };
       const common = { host: proxy.host, port: proxy.port, method: 'CONNECT', path: target, headers, agent: false as const };
       const req: ClientRequest =
         proxy.protocol === 'https:'
           ? httpsRequest({ ...common, secureContext: proxyContext, ...(isIP(proxy.host) === 0 ? { servername: proxy.host } : {}) } as RequestOptions)
           : httpRequest(common);
-      const timer = setTimeout(() => fail('proxy did not answer CONNECT in time'), connectTimeoutMs);
+      const timer = setTimeout(
+        () => (reached ? fail('destination did not answer the proxy in time', 'ETIMEDOUT') : fail('proxy could not be reached in time')),
+        connectTimeoutMs,
+      );
+      req.on('socket', (socket: Socket) => {
+        socket.once(proxy.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
+          reached = true;
+        });
+      });
       req.on('error', (error: NodeJS.ErrnoException) => fail(`proxy unreachable${error.code ? ` (${error.code})` : ''}`));
       req.on('response', (res: IncomingMessage) => {
         res.resume();
@@ -129,7 +158,9 @@ export class TunnelAgent extends Agent {
         const status = res.statusCode ?? 0;
         if (status < 200 || status >= 300) {
           socket.destroy();
-          fail(`proxy refused CONNECT (${status})`);
+          const destinationCode = DESTINATION_FAILURE_STATUS[status];
+          if (destinationCode !== undefined) fail(`proxy could not reach the destination (${status})`, destinationCode);
+          else fail(`proxy refused CONNECT (${status})`);
           return;
         }
         if (settled) {

@@ -17,6 +17,8 @@ export interface RuleOutcome {
   rule: RateLimitRule;
   /** C, the calls admitted per derived window. */
   limit: number;
+  /** T in ms, the derived window. */
+  windowMs: number;
   remaining: number;
   /** ms since the epoch. */
   resetAt: number;
@@ -32,6 +34,8 @@ export interface Decision {
   deniedBy: string | null;
   rules: RuleOutcome[];
   source: DecisionSource;
+  /** The clock the decision was made by (ms; Redis's with the redis store), against which `resetAt` counts. */
+  now: number;
 }
 
 /** A rule found out of budget, the first time in its window for this key (rate_limit.exceeded). */
@@ -101,8 +105,8 @@ export class RateLimiter {
       (error: unknown): Decision => {
         this.warnThrottled(`rules:${orgId}`, { org_id: orgId, err: (error as Error).message }, `rate limit rules unavailable; failing ${this.failMode}`);
         return this.failMode === 'open'
-          ? { allowed: true, retryAfterMs: null, deniedBy: null, rules: [], source: 'fail_open' }
-          : { allowed: false, retryAfterMs: this.retryStoreAfterMs, deniedBy: null, rules: [], source: 'fail_closed' };
+          ? { allowed: true, retryAfterMs: null, deniedBy: null, rules: [], source: 'fail_open', now: this.now() }
+          : { allowed: false, retryAfterMs: this.retryStoreAfterMs, deniedBy: null, rules: [], source: 'fail_closed', now: this.now() };
       },
     );
   }
@@ -116,7 +120,7 @@ export class RateLimiter {
       }
       if (match.matches) matching.push(entry);
     }
-    if (matching.length === 0) return { allowed: true, retryAfterMs: null, deniedBy: null, rules: [], source: 'no_rules' };
+    if (matching.length === 0) return { allowed: true, retryAfterMs: null, deniedBy: null, rules: [], source: 'no_rules', now: this.now() };
 
     const owners: string[] = new Array(matching.length);
     const keys: string[] = new Array(matching.length);
@@ -141,8 +145,9 @@ export class RateLimiter {
         allowed: false,
         retryAfterMs: this.retryStoreAfterMs,
         deniedBy: null,
-        rules: matching.map(({ rule, budget }) => ({ rule, limit: budget.calls, remaining: 0, resetAt: now + this.retryStoreAfterMs, exceeded: false })),
+        rules: matching.map(({ rule, budget }) => ({ rule, limit: budget.calls, windowMs: budget.windowMs, remaining: 0, resetAt: now + this.retryStoreAfterMs, exceeded: false })),
         source: 'fail_closed',
+        now,
       };
     }
     const { result, source } = decided;
@@ -157,7 +162,7 @@ export class RateLimiter {
     for (let i = 0; i < matching.length; i += 1) {
       const { rule, budget } = matching[i]!;
       const outcome = result.outcomes[i]!;
-      rules[i] = { rule, limit: budget.calls, remaining: outcome.remaining, resetAt: outcome.resetAt, exceeded: outcome.exceeded };
+      rules[i] = { rule, limit: budget.calls, windowMs: budget.windowMs, remaining: outcome.remaining, resetAt: outcome.resetAt, exceeded: outcome.exceeded };
       if (!result.allowed && outcome.exceeded && rule.action === 'deny') {
         deniedBy ??= rule.id;
         if (call.cost > budget.calls) fits = false;
@@ -166,7 +171,7 @@ export class RateLimiter {
       if (outcome.firstExceeded && this.options.onExceeded) this.report({ orgId, rule, key: budgetKey(orgId, rule.keyBy, call), call, denied: !result.allowed });
     }
     if (!result.allowed) retryAfterMs = fits ? Math.max(1, wait) : null;
-    return { allowed: result.allowed, retryAfterMs, deniedBy, rules, source };
+    return { allowed: result.allowed, retryAfterMs, deniedBy, rules, source, now: result.now };
   }
 
   // What goes wrong on the hot path goes wrong on every call: one warning per subject a minute, not one per call.

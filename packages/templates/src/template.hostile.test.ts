@@ -1,6 +1,6 @@
 // Hostile templates: each case asserts a bound (time, size) and that no error quotes data. The inputs are our
-// own; they stand for the findings of issue 12 (a function on a padded megabyte inside a range, printf widths,
-// values echoed in errors).
+// own; they stand for the known attacks on a template engine (a function on a padded megabyte inside a range,
+// printf widths, values echoed in errors).
 
 import { FUNCTION_CHUNK_CHARS, MAX_PRINTF_WIDTH } from './budget';
 import { CLOCK_EVERY_STEPS } from './exec';

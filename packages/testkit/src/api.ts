@@ -5,6 +5,7 @@ import { createServer, type Server } from 'node:http';
 import { createApi } from '@gatehook/api/app';
 import { RenderPool } from '@gatehook/delivery/render/pool';
 import { startApiKeyCache } from '@gatehook/api/http/api-keys';
+import { startGrpcServer } from '@gatehook/api/grpc/server';
 import { InvalidationBus } from '@gatehook/cache/invalidation';
 import { startConfiguredRateLimiter } from '@gatehook/api/services/rate-limit-check';
 import { parseConfig, type Config } from '@gatehook/core/config';
@@ -22,6 +23,8 @@ import { TEST_DATABASE_URL, TEST_REDIS_CLUSTER_NODES, TEST_REDIS_URL } from './e
 
 export interface TestApi {
   baseUrl: string;
+  /** The gRPC port (Envoy's rate limit service) when started with `grpc: true`, else 0. */
+  grpcPort: number;
   config: Config;
   db: Db;
   redis: RedisConnection;
@@ -57,7 +60,7 @@ export function testConfig(env: Record<string, string> = {}): Config {
 }
 
 export async function startTestApi(
-  options: { env?: Record<string, string>; config?: Config; lookup?: HostLookup; logLines?: string[]; queues?: boolean } = {},
+  options: { env?: Record<string, string>; config?: Config; lookup?: HostLookup; logLines?: string[]; queues?: boolean; grpc?: boolean } = {},
 ): Promise<TestApi> {
   const config = options.config ?? testConfig(options.env);
   const db = createDb(config.DATABASE_URL, { poolSize: 4 });
@@ -72,6 +75,9 @@ export async function startTestApi(
   const rateLimiting = await startConfiguredRateLimiter(config, db, { queues, bus });
   const render = new RenderPool({ encryptionKey: config.GATEHOOK_ENCRYPTION_KEY, threads: config.API_RENDER_THREADS });
   await render.warm();
+  const logger = options.logLines
+    ? createLogger({ name: 'test-api', level: 'trace', destination: { write: (line: string) => void options.logLines!.push(line) } })
+    : createLogger({ name: 'test-api', level: 'silent' });
   const api = createApi({
     config,
     render,
@@ -82,17 +88,17 @@ export async function startTestApi(
     ...(queues ? { queues } : {}),
     send: (request) => egress.send(request),
     box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY),
-    logger: options.logLines
-      ? createLogger({ name: 'test-api', level: 'trace', destination: { write: (line: string) => void options.logLines!.push(line) } })
-      : createLogger({ name: 'test-api', level: 'silent' }),
+    logger,
     ...(options.lookup ? { lookup: options.lookup } : {}),
   });
   const server: Server = await new Promise((resolve) => {
     const s = createServer(api.listener).listen(0, '127.0.0.1', () => resolve(s));
   });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const grpc = options.grpc ? await startGrpcServer({ port: 0, host: '127.0.0.1', keys: apiKeys, check: api.check, logger }) : null;
   return {
     baseUrl,
+    grpcPort: grpc?.port ?? 0,
     config,
     db,
     redis,
@@ -116,7 +122,7 @@ export async function startTestApi(
     },
     async close() {
       server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await Promise.all([new Promise((resolve) => server.close(resolve)), grpc?.close()]);
       await Promise.allSettled([queues?.close(), egress.close(), rateLimiting.close(), render.close()]);
       subscriber.disconnect();
       await Promise.allSettled([db.$disconnect(), closeRedis(redis)]);
@@ -146,4 +152,14 @@ export async function createTestOrg(db: Db): Promise<TestOrg> {
     nobody: await key('member', []),
     key,
   };
+}
+
+/** Creates a rate limit rule through the API as the organisation's admin (org-keyed, 60 s window unless `body` says otherwise). */
+export async function createTestRule(api: TestApi, org: TestOrg, body: Record<string, unknown>): Promise<{ id: string }> {
+  const response = await api.call('POST', '/rate-limits/rules', {
+    key: org.admin,
+    body: { name: 'rule', scope: { type: 'mcp_tool_call' }, key_by: ['org'], window_seconds: 60, ...body },
+  });
+  if (response.status !== 201) throw new Error(`creating a rule answered ${response.status}: ${response.text}`);
+  return response.body;
 }

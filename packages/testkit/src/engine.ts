@@ -5,13 +5,18 @@ import { createDb } from '@gatehook/db/client';
 import { startEngine, type Engine } from '@gatehook/worker/engine';
 
 /** The real worker engine in this process, on the test's Redis prefix. */
-export async function startTestEngine(config: Config, options: { reconcilerGrace?: { eventsMs: number; deliveriesMs: number } } = {}): Promise<Engine & { stop(): Promise<void> }> {
+export async function startTestEngine(
+  config: Config,
+  options: { reconcilerGrace?: { eventsMs: number; deliveriesMs: number }; logLines?: string[] } = {},
+): Promise<Engine & { stop(): Promise<void> }> {
   const db = createDb(config.DATABASE_URL, { poolSize: 6 });
   const engine = await startEngine({
     config,
     db,
     box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY),
-    logger: createLogger({ name: 'test-worker', level: 'silent' }),
+    logger: options.logLines
+      ? createLogger({ name: 'test-worker', level: 'trace', destination: { write: (line: string) => void options.logLines!.push(line) } })
+      : createLogger({ name: 'test-worker', level: 'silent' }),
     ...(options.reconcilerGrace ? { reconcilerGrace: options.reconcilerGrace } : {}),
   });
   return {

@@ -162,6 +162,8 @@ export async function startPostgresServer(): Promise<PostgresServer> {
 
 export interface ServiceProcess {
   port: number;
+  /** The API's gRPC port (CONTRACT 19): a free one unless the env names GRPC_PORT; 0 for a worker. */
+  grpcPort: number;
   /** The OS process id (benchmarks read its CPU time from /proc). */
   pid: number;
   kill(signal?: NodeJS.Signals): Promise<void>;
@@ -178,10 +180,12 @@ function extraNodeFlags(): string[] {
 /** Runs apps/<app>/src/main.ts as its own process (tsx), and waits until its /healthz answers. */
 export async function startServiceProcess(app: 'api' | 'worker', env: Record<string, string>): Promise<ServiceProcess> {
   const port = await freePort();
+  // Every API process serves gRPC (3002 by default): each gets a free port, so that several can run at once.
+  const grpcPort = app === 'api' ? Number(env.GRPC_PORT ?? (await freePort())) : 0;
   // node itself (not the tsx CLI, which runs the script in a child): a signal must reach the service process.
   const child: ChildProcess = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...extraNodeFlags(), '--import', 'tsx', path.join(root, `apps/${app}/src/main.ts`)], {
     cwd: root,
-    env: { ...process.env, ...env, [app === 'api' ? 'PORT' : 'WORKER_PORT']: String(port), LOG_LEVEL: env.LOG_LEVEL ?? 'warn' },
+    env: { ...process.env, ...env, [app === 'api' ? 'PORT' : 'WORKER_PORT']: String(port), ...(app === 'api' ? { GRPC_PORT: String(grpcPort) } : {}), LOG_LEVEL: env.LOG_LEVEL ?? 'warn' },
     // GATEHOOK_TEST_SERVICE_LOGS=1 shows the services' logs (LOG_LEVEL, warn by default) when a scenario needs looking into.
     stdio: ['ignore', process.env.GATEHOOK_TEST_SERVICE_LOGS ? 'inherit' : 'ignore', 'inherit'],
   });
@@ -189,6 +193,7 @@ export async function startServiceProcess(app: 'api' | 'worker', env: Record<str
   await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 30_000, `${app} process`);
   return {
     port,
+    grpcPort,
     pid: child.pid!,
     async kill(signal: NodeJS.Signals = 'SIGKILL') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);

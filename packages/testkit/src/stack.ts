@@ -52,7 +52,10 @@ export interface DeliveryView {
  * A delivery test stack: the real API and worker engine on a database and Redis prefix of their own, with
  * receivers on 127.0.0.1 trusted.
  */
-export async function startStack(env: Record<string, string> = {}, options: { reconcilerGrace?: { eventsMs: number; deliveriesMs: number } } = {}): Promise<Stack> {
+export async function startStack(
+  env: Record<string, string> = {},
+  options: { reconcilerGrace?: { eventsMs: number; deliveriesMs: number }; logLines?: string[] } = {},
+): Promise<Stack> {
   const database = await createTestDatabase();
   const config = testConfig({
     DATABASE_URL: database.url,
@@ -65,7 +68,7 @@ export async function startStack(env: Record<string, string> = {}, options: { re
     ...env,
   });
   const tracing = await startTracing(config, 'gatehook-test');
-  const api = await startTestApi({ config });
+  const api = await startTestApi({ config, ...(options.logLines ? { logLines: options.logLines } : {}) });
   const engine = await startTestEngine(config, options);
   const org = await createTestOrg(api.db);
   const receivers: TestReceiver[] = [];

@@ -17,8 +17,12 @@ function unknownKey(): AppError {
  * the check route's common case awaits nothing before the limiter.
  */
 export function authenticate(keys: ApiKeyCache, req: IncomingMessage): Principal | Promise<Principal> {
-  const header = req.headers.authorization ?? '';
-  const token = BEARER.exec(header)?.[1];
+  return authenticateBearer(keys, req.headers.authorization);
+}
+
+/** {@link authenticate} on the value of an `authorization` header or gRPC metadata entry. */
+export function authenticateBearer(keys: ApiKeyCache, header: string | undefined): Principal | Promise<Principal> {
+  const token = BEARER.exec(header ?? '')?.[1];
   if (!token || !looksLikeApiKey(token)) throw new AppError('unauthorized', 'A valid API key is required (Authorization: Bearer ghk_...)');
   const principal = keys.principalOf(token);
   if (principal === null) throw unknownKey();

@@ -1,8 +1,6 @@
-import type { Counter } from 'prom-client';
 import { checkRequestSchema } from '@gatehook/core/rate-limit-rule-schema';
-import { annotateSpan } from '@gatehook/core/tracing';
-import type { Decision, RateLimiter } from '@gatehook/ratelimit/limiter';
-import { toDecisionView } from '../services/rate-limit-check';
+import type { Decision } from '@gatehook/ratelimit/limiter';
+import { rateLimitFields, toDecisionView, type RateLimitCheck } from '../services/rate-limit-check';
 import type { ApiKeyCache } from './api-keys';
 import { fastHandler, type FastAnswer, type FastHandler } from './fast-path';
 import { validateObject } from './validation';
@@ -14,9 +12,14 @@ const MAX_BODY_BYTES = 1024 * 1024;
 
 export interface CheckPathDeps {
   keys: ApiKeyCache;
-  limiter: RateLimiter;
-  /** gatehook_rate_limit_decisions_total{outcome, source}. */
-  decisions: Counter<'outcome' | 'source'>;
+  /** The check shared with the gRPC interface (services/rate-limit-check.ts). */
+  check: RateLimitCheck;
+}
+
+/** The answer to a check over HTTP: the decision, with the RateLimit header fields when a rule matched (CONTRACT 19). */
+export function checkAnswer(decision: Decision): FastAnswer {
+  const fields = rateLimitFields(decision);
+  return fields ? { status: 200, body: toDecisionView(decision), headers: fields } : { status: 200, body: toDecisionView(decision) };
 }
 
 /**
@@ -25,19 +28,13 @@ export interface CheckPathDeps {
  * No duration histogram (the decisions counter is the check's metric), no throttling (CONTRACT 14 exempts checks).
  */
 export function checkPath(deps: CheckPathDeps): FastHandler {
-  const answer = (decision: Decision): FastAnswer => {
-    deps.decisions.inc({ outcome: decision.allowed ? 'allowed' : 'denied', source: decision.source });
-    annotateSpan({ 'gatehook.rate_limit.allowed': decision.allowed, 'gatehook.rate_limit.source': decision.source });
-    return { status: 200, body: toDecisionView(decision) };
-  };
   return fastHandler(deps.keys, {
     path: CHECK_ROUTE,
     access: { kind: 'permission', permission: 'check_rate_limits' },
     maxBodyBytes: MAX_BODY_BYTES,
     answer(principal, body) {
-      const decision = deps.limiter.decide(principal.orgId, validateObject(checkRequestSchema, body));
-      return decision instanceof Promise ? decision.then(answer) : answer(decision);
+      const decision = deps.check(principal.orgId, validateObject(checkRequestSchema, body), 'http');
+      return decision instanceof Promise ? decision.then(checkAnswer) : checkAnswer(decision);
     },
   });
 }
-

@@ -13,10 +13,11 @@ import { asObject } from './validation';
 // JSON without a charset or in UTF-8; other charsets take the regular route (body-parser's answer).
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;\s*charset="?utf-8"?\s*)?$/i;
 
-/** What a fast route answers: a status and a JSON body. */
+/** What a fast route answers: a status, a JSON body and any headers of its own. */
 export interface FastAnswer {
   status: number;
   body: unknown;
+  headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -54,7 +55,8 @@ export interface FastHandler {
 export function fastHandler(keys: ApiKeyCache, def: FastRoute): FastHandler {
   const respond = (res: ServerResponse, answer: FastAnswer) => {
     const body = JSON.stringify(answer.body);
-    res.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+    const headers = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) };
+    res.writeHead(answer.status, answer.headers ? { ...answer.headers, ...headers } : headers);
     res.end(body);
   };
 

@@ -22,6 +22,7 @@ export function errorResponses(...statuses: number[]): Record<number, { descript
     409: 'The resource is not in a state that allows this',
     413: 'Request body too large',
     422: 'A field rule is broken; details[].path names the field',
+    429: 'Throttled; Retry-After says when to try again',
   };
   return Object.fromEntries(statuses.map((s) => [s, { description: descriptions[s] ?? 'Error', schema: errorResponseSchema }]));
 }

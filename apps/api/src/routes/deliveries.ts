@@ -88,7 +88,7 @@ export function deliveryRoutes(deps: DeliveryDeps): AnyRoute[] {
       summary: 'Send a webhook.test event and wait for the answer; not stored as a delivery',
       access: { kind: 'permission', permission: 'manage_webhooks' },
       params: idParams,
-      responses: { 200: { description: 'The result, also when the receiver failed', schema: testResultSchema }, ...errorResponses(401, 403, 404) },
+      responses: { 200: { description: 'The result, also when the receiver failed', schema: testResultSchema }, ...errorResponses(401, 403, 404, 429) },
       async handler({ principal, params }) {
         return { status: 200, body: await testWebhook(deps, principal.orgId, params.id) };
       },

@@ -17,6 +17,10 @@ const presetsSchema = z.object({
       template: z.string(),
       vars: z.array(z.string()).describe('variables the receiver needs (values are set on the webhook)'),
       headers: z.array(z.string()).describe('headers the receiver needs (values are set on the webhook)'),
+      auth: z
+        .object({ type: z.literal('oauth2_client_credentials'), token_url: z.string(), scope: z.string(), client_auth: z.literal('body') })
+        .nullable()
+        .describe('the OAuth 2.0 authentication the receiver takes, without client_id and client_secret (set on the webhook); {tenant} in token_url is replaced by the client'),
     }),
   ),
 });

@@ -1,14 +1,12 @@
-import type { Counter } from 'prom-client';
 import { checkRequestSchema, decisionSchema } from '@gatehook/core/rate-limit-rule-schema';
-import type { RateLimiter } from '@gatehook/ratelimit/limiter';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { errorResponses } from '../http/schemas';
-import { toDecisionView } from '../services/rate-limit-check';
+import { checkAnswer } from '../http/check-path';
+import type { RateLimitCheck } from '../services/rate-limit-check';
 
 export interface RateLimitCheckDeps {
-  limiter: RateLimiter;
-  /** gatehook_rate_limit_decisions_total{outcome, source}. */
-  decisions: Counter<'outcome' | 'source'>;
+  /** The check shared with the fast path and the gRPC interface (services/rate-limit-check.ts). */
+  check: RateLimitCheck;
 }
 
 /** POST /rate-limits/check (CONTRACT 8): a gateway asks before each tool call. */
@@ -21,9 +19,8 @@ export function rateLimitCheckRoutes(deps: RateLimitCheckDeps): AnyRoute[] {
       body: checkRequestSchema,
       responses: { 200: { description: 'The decision (allowed or not)', schema: decisionSchema }, ...errorResponses(400, 401, 403, 413, 422) },
       async handler({ principal, body }) {
-        const decision = await deps.limiter.check(principal.orgId, body);
-        deps.decisions.inc({ outcome: decision.allowed ? 'allowed' : 'denied', source: decision.source });
-        return { status: 200, body: toDecisionView(decision) };
+        const answer = checkAnswer(await deps.check(principal.orgId, body, 'http'));
+        return { status: answer.status, body: answer.body, ...(answer.headers ? { headers: { ...answer.headers } } : {}) };
       },
     }),
   ];

@@ -8,7 +8,9 @@ import { restartDeliveries } from '@gatehook/db/delivery/restart';
 import { isQueued, isRetryable } from '@gatehook/db/delivery/status';
 import type { RenderPool } from '@gatehook/delivery/render/pool';
 import type { TestResult } from '@gatehook/core/webhook-schema';
+import { parseStoredWebhookAuth } from '@gatehook/core/webhook-auth';
 import { sendTestEvent } from '@gatehook/delivery/pipeline/test-send';
+import type { WebhookPace } from '@gatehook/delivery/webhook-pace';
 import { afterCursor, decodeCursor, decodeSequenceCursor, encodeSequenceCursor, page, sequencePage } from '../http/pagination';
 import { deliveryError } from '@gatehook/delivery/state/delivery-error';
 
@@ -19,6 +21,8 @@ export interface DeliveryDeps {
   send?: Sender | undefined;
   /** The API's render pool: a test send's body is rendered there, not on the event loop. */
   render: RenderPool;
+  /** Per-webhook rate (`rate_limit_per_second`), shared with the workers: a test send takes a turn of it. */
+  pace?: WebhookPace | undefined;
 }
 
 /**
@@ -174,5 +178,5 @@ export async function retryDelivery(deps: DeliveryDeps, orgId: string, webhookId
 export async function testWebhook(deps: DeliveryDeps, orgId: string, webhookId: string): Promise<TestResult> {
   const webhook = await requireWebhook(deps.db, orgId, webhookId);
   if (!deps.send) throw new AppError('internal', 'Test sends are not configured in this process');
-  return sendTestEvent({ box: deps.box, send: deps.send, render: (stored, event) => deps.render.testBody(stored, event) }, webhook);
+  return sendTestEvent({ box: deps.box, send: deps.send, render: (stored, event) => deps.render.testBody(stored, event), pace: deps.pace }, { ...webhook, auth: parseStoredWebhookAuth(webhook.auth) });
 }

@@ -1,14 +1,89 @@
 import { redisTarget } from '@gatehook/core/redis';
 import type { InvalidationBus } from '@gatehook/cache/invalidation';
 import type { Config } from '@gatehook/core/config';
+import type { Counter } from 'prom-client';
 import type { DecisionView } from '@gatehook/core/rate-limit-rule-schema';
+import { annotateSpan } from '@gatehook/core/tracing';
 import { recordAuditEvent } from '@gatehook/db/audit-events';
 import type { Db } from '@gatehook/db/client';
 import { loadActiveRules } from '@gatehook/db/rate-limit-rules';
 import type { DeliveryQueues } from '@gatehook/delivery/jobs';
-import type { Decision, ExceededEvent } from '@gatehook/ratelimit/limiter';
+import type { Decision, ExceededEvent, RateLimiter, RuleOutcome } from '@gatehook/ratelimit/limiter';
+import type { ToolCall } from '@gatehook/ratelimit/scope';
 import type { LimiterLogger } from '@gatehook/ratelimit/rule-cache';
 import { startRateLimiter, type RunningRateLimiter } from '@gatehook/ratelimit/start';
+
+/** The interface a check came in by (the `interface` label of the decisions metric). */
+export type CheckInterface = 'http' | 'grpc';
+
+/** gatehook_rate_limit_decisions_total{outcome, source, interface}. */
+export type DecisionCounter = Counter<'outcome' | 'source' | 'interface'>;
+
+/**
+ * The one check behind `POST /rate-limits/check` and Envoy's `ShouldRateLimit` (CONTRACT 8, 19): the limiter's
+ * decision (same rules, counters, atomicity and rate_limit.exceeded events whatever the interface), counted in the
+ * decisions metric and written on the span of the request or call it runs in. Without a promise when the limiter
+ * decides without one.
+ */
+export type RateLimitCheck = (orgId: string, call: ToolCall, via: CheckInterface) => Decision | Promise<Decision>;
+
+/** Builds the {@link RateLimitCheck} of a limiter and the process's decisions counter. */
+export function rateLimitCheck(limiter: RateLimiter, decisions: DecisionCounter): RateLimitCheck {
+  const record = (decision: Decision, via: CheckInterface): Decision => {
+    decisions.inc({ outcome: decision.allowed ? 'allowed' : 'denied', source: decision.source, interface: via });
+    annotateSpan({ 'gatehook.rate_limit.allowed': decision.allowed, 'gatehook.rate_limit.source': decision.source });
+    return decision;
+  };
+  return (orgId, call, via) => {
+    const decision = limiter.decide(orgId, call);
+    return decision instanceof Promise ? decision.then((d) => record(d, via)) : record(decision, via);
+  };
+}
+
+/**
+ * The tightest of a decision's matching rules (CONTRACT 19): the least remaining, then the smallest budget C, then
+ * the first created (the decision lists rules in order of creation). Null when no rule matched.
+ */
+export function tightestRule(decision: Decision): RuleOutcome | null {
+  let tightest: RuleOutcome | null = null;
+  for (const outcome of decision.rules) {
+    if (tightest === null || outcome.remaining < tightest.remaining || (outcome.remaining === tightest.remaining && outcome.limit < tightest.limit)) {
+      tightest = outcome;
+    }
+  }
+  return tightest;
+}
+
+/** Whole seconds from `now` until `at` (ms), rounded up; never negative. */
+export function secondsUntil(at: number, now: number): number {
+  return Math.max(0, Math.ceil((at - now) / 1000));
+}
+
+/** The IETF RateLimit header fields of a decision (names as sent), or null when no rule matched. */
+export type RateLimitFields = {
+  'RateLimit-Policy': string;
+  RateLimit: string;
+};
+
+/**
+ * The RateLimit fields of a decision in structured-field syntax (CONTRACT 19): `RateLimit-Policy` lists every
+ * matching rule in order of creation as `"<rule id>";q=<C>;w=<T in whole seconds, rounded up>`, `RateLimit` names
+ * the tightest as `"<rule id>";r=<remaining>;t=<seconds until its window resets, rounded up>`. Rule ids are uuids,
+ * so they need no escaping inside the quoted strings.
+ */
+export function rateLimitFields(decision: Decision): RateLimitFields | null {
+  const tightest = tightestRule(decision);
+  if (tightest === null) return null;
+  let policy = '';
+  for (const outcome of decision.rules) {
+    if (policy !== '') policy += ', ';
+    policy += `"${outcome.rule.id}";q=${outcome.limit};w=${Math.ceil(outcome.windowMs / 1000)}`;
+  }
+  return {
+    'RateLimit-Policy': policy,
+    RateLimit: `"${tightest.rule.id}";r=${tightest.remaining};t=${secondsUntil(tightest.resetAt, decision.now)}`,
+  };
+}
 
 /** The decision of CONTRACT 8 as the API returns it. */
 export function toDecisionView(decision: Decision): DecisionView {

@@ -15,6 +15,8 @@ import { inspectClientCertificate, type ClientCertificate } from '@gatehook/egre
 import { auditFields, type Actor } from '../http/actor';
 import { afterCursor, decodeCursor, page } from '../http/pagination';
 import { auditedChange, type CommitHooks } from './commit-hooks';
+import { authChange, authChanged, authColumns, authData, authorizationHeaderIssues, checkTokenUrl, storedAuthColumns } from './webhook-auth';
+import { webhookAuthView } from '@gatehook/core/webhook-auth';
 
 export interface WebhookDeps {
   db: Db;
@@ -51,9 +53,14 @@ export function toWebhookView(row: Webhook): WebhookView {
         ? { fingerprint_sha256: row.clientCertificateFingerprint, not_after: row.clientCertificateNotAfter.toISOString() }
         : null,
     rate_limit_per_second: row.rateLimitPerSecond,
+    auth: webhookAuthView(storedAuthColumns(row).auth),
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };
+}
+
+function policy(deps: WebhookDeps): { allow: CidrList; lookup?: HostLookup } {
+  return { allow: deps.egressAllow, ...(deps.lookup ? { lookup: deps.lookup } : {}) };
 }
 
 async function checkUrl(deps: WebhookDeps, url: string): Promise<void> {
@@ -88,7 +95,7 @@ function clientCertificateColumns(box: SecretBox, id: string, given: ClientCerti
     return { clientCertificateEncrypted: null, clientCertificateFingerprint: null, clientCertificateNotAfter: null, clientCertificateWarnedAt: null };
   }
   const checked = inspectClientCertificate(given);
-  if (!checked.ok) throw validationError([{ path: 'client_certificate', message: checked.message }]);
+  if (!checked.ok) throw validationError([{ path: checked.field ? `client_certificate.${checked.field}` : 'client_certificate', message: checked.message }]);
   return {
     clientCertificateEncrypted: box.encrypt(JSON.stringify({ cert: given.cert, key: given.key }), webhookPlace('webhooks.client_certificate_encrypted', id)),
     clientCertificateFingerprint: checked.summary.fingerprintSha256,
@@ -152,6 +159,9 @@ export async function createWebhook(deps: WebhookDeps, actor: Actor, input: Crea
   const secret = generateSigningSecret();
   const id = randomUUID();
   const certificate = clientCertificateColumns(deps.box, id, input.client_certificate);
+  const auth = authColumns(deps.box, id, input.auth, null);
+  const authIssues = [...auth.issues, ...authorizationHeaderIssues(input.auth, Object.keys(input.headers)), ...(await checkTokenUrl(input.auth, policy(deps)))];
+  if (authIssues.length > 0) throw validationError(authIssues);
   const now = new Date();
   const row = await auditedChange(deps, actor.principal.orgId, { webhooks: true }, async (tx, record) => {
     const created = await tx.webhook.create({
@@ -173,6 +183,7 @@ export async function createWebhook(deps: WebhookDeps, actor: Actor, input: Crea
         headersEncrypted: deps.box.encryptMap(input.headers, webhookPlace('webhooks.headers_encrypted', id)),
         secretEncrypted: deps.box.encrypt(secret, webhookPlace('webhooks.secret_encrypted', id)),
         ...certificate,
+        ...authData(auth.columns),
         rateLimitPerSecond: input.rate_limit_per_second,
         activeSince: now,
         createdAt: now,
@@ -217,11 +228,14 @@ export async function getWebhook(deps: WebhookDeps, orgId: string, id: string): 
 /**
  * PATCH /webhooks/{id}: only fields present change; diffs carry masks and names, never secret values. A URL on
  * another origin needs every var and header value again (a map left out of the body keeps every value, so it is
- * refused too), and fails the deliveries rendered for the old receiver in the same transaction (CONTRACT 15).
+ * refused too) and the client certificate again or null, and fails the deliveries rendered for the old receiver in
+ * the same transaction (CONTRACT 15).
  */
 export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string, patch: PatchWebhookInput): Promise<WebhookView> {
   const newUrl = patch.url !== undefined && patch.url !== '' ? patch.url : undefined;
   if (newUrl !== undefined) await checkUrl(deps, newUrl);
+  const tokenUrlIssues = await checkTokenUrl(patch.auth, policy(deps));
+  if (tokenUrlIssues.length > 0) throw validationError(tokenUrlIssues);
 
   const row = await auditedChange(deps, actor.principal.orgId, { webhooks: true }, async (tx, record) => {
     const current = await lockWebhook(tx, actor.principal.orgId, id);
@@ -287,6 +301,28 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
       (data as Record<string, unknown>)[namesColumn] = Object.keys(merged);
       (data as Record<string, unknown>)[encryptedColumn] = deps.box.encryptMap(merged, webhookPlace(column, id));
     }
+    // The client certificate is a credential of the receiver too: on a new origin it is given again or removed.
+    if (originChanged && current.clientCertificateEncrypted !== null && patch.client_certificate === undefined) {
+      mapIssues.push({ path: 'client_certificate', message: "must be supplied again (or set to null) when the URL's origin changes" });
+    }
+    // auth (CONTRACT 20): an object replaces it, keeping a blank secret when the type is unchanged; on a new origin
+    // the secret must be given again, so an auth left out of the body is refused like a map left out.
+    const storedAuth = storedAuthColumns(current);
+    const givenAuth = patch.auth ?? (patch.auth === undefined && originChanged && storedAuth.auth ? 'resupply' : undefined);
+    let finalAuth = storedAuth;
+    if (givenAuth === 'resupply') {
+      mapIssues.push({ path: storedAuth.auth?.type === 'oauth2_client_credentials' ? `auth.${storedAuth.auth.credential}` : 'auth.private_key', message: "must be supplied again when the URL's origin changes" });
+    } else if (givenAuth !== undefined || patch.auth === null) {
+      const next = authColumns(deps.box, id, patch.auth ?? null, { stored: storedAuth, originChanged });
+      mapIssues.push(...next.issues);
+      if (next.issues.length === 0 && authChanged(storedAuth, next.columns)) {
+        finalAuth = next.columns;
+        changes.push(authChange(storedAuth, next.columns));
+        Object.assign(data, authData(next.columns));
+      }
+    }
+    const finalHeaderNames = ((data as Record<string, unknown>).headerNames as string[] | undefined) ?? current.headerNames;
+    mapIssues.push(...authorizationHeaderIssues(finalAuth.auth, finalHeaderNames));
     if (mapIssues.length > 0) throw validationError(mapIssues);
 
     if (changes.length === 0) return current;

@@ -70,19 +70,25 @@ export async function leaseDeliveries(pool: Pool, ids: readonly string[], now: D
 export interface Release {
   id: string;
   lease: Date;
-  /** Set to end the delivery failed with this error; absent to hand it back untouched (a full origin). */
+  /** Set to end the delivery failed with this error; absent to hand it back uncancelled. */
   failWith?: string;
+  /**
+   * When a delivery turned away (a full or paced webhook) is due again, so it never looks overdue to the reconciler
+   * while it waits its turn; absent, it keeps its due time. Ignored with `failWith`.
+   */
+  dueAt?: Date;
 }
 
 /**
  * releaseDeliveries: gives leases back without an attempt, in one statement.
  *
- * Inputs: per delivery, the lease the caller took and, to cancel it, the error it ends failed with (a webhook
- * deleted, paused or disabled meanwhile, no body, a body that cannot be decrypted).
+ * Inputs: per delivery, the lease the caller took and either, to cancel it, the error it ends failed with (a webhook
+ * deleted, paused or disabled meanwhile, no body, a body that cannot be decrypted) or, for one turned away, when it
+ * is due again.
  * Guards: the caller still holds the lease (`leased_until` is the given lease); a release whose lease is no longer
  * held changes nothing.
- * Result: the lease is cleared; a cancelled delivery is `failed` with that error and nothing due, any other keeps
- * its status, error and due time.
+ * Result: the lease is cleared; a cancelled delivery is `failed` with that error and nothing due; any other keeps
+ * its status and error, and is due at the given time (or keeps its due time when none is given).
  */
 export async function releaseDeliveries(pool: Pool, releases: readonly Release[]): Promise<void> {
   if (releases.length === 0) return;
@@ -91,10 +97,15 @@ export async function releaseDeliveries(pool: Pool, releases: readonly Release[]
     text: `UPDATE deliveries d SET leased_until = NULL,
              status = CASE WHEN r.error IS NULL THEN d.status ELSE ${asStatus(`'failed'`)} END,
              error = COALESCE(r.error, d.error),
-             next_retry_at = CASE WHEN r.error IS NULL THEN d.next_retry_at ELSE NULL END,
+             next_retry_at = CASE WHEN r.error IS NULL THEN COALESCE(r.due_at, d.next_retry_at) ELSE NULL END,
              updated_at = now()
-           FROM unnest($1::uuid[], $2::timestamptz[], $3::text[]) AS r(id, lease, error)
+           FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::timestamptz[]) AS r(id, lease, error, due_at)
            WHERE d.id = r.id AND d.id = ANY($1::uuid[]) AND ${guard.leaseHeld('d.', 'r.lease')}`,
-    values: [releases.map((r) => r.id), releases.map((r) => r.lease.toISOString()), releases.map((r) => r.failWith ?? null)],
+    values: [
+      releases.map((r) => r.id),
+      releases.map((r) => r.lease.toISOString()),
+      releases.map((r) => r.failWith ?? null),
+      releases.map((r) => r.dueAt?.toISOString() ?? null),
+    ],
   });
 }

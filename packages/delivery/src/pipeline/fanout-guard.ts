@@ -29,7 +29,7 @@ export function countsItsStart(job: { attemptsStarted: number; attemptsMade: num
 }
 
 /**
- * Fans out events so that nothing a tenant's data does can make fan-out fail without end (issue 12):
+ * Fans out events so that nothing a tenant's data does can make fan-out fail without end:
  * - a run that may die with its worker (`countsItsStart`) counts its start on every event first, so an event
  *   that kills every worker touching it is parked after MAX_FANOUT_ATTEMPTS starts, without being run again;
  * - a run that throws is split in halves until each failing event is alone, so one poisoned event fails only

@@ -93,3 +93,17 @@ describe('destination presets', () => {
     expect(JSON.parse(pd).payload.severity).toBe('critical');
   });
 });
+
+describe('the sentinel preset (CONTRACT 20)', () => {
+  it("carries OAuth 2.0 client credentials against Entra's token URL with Azure Monitor's scope, and no Authorization header", () => {
+    const sentinelPreset = DESTINATION_PRESETS.find((p) => p.id === 'sentinel')!;
+    expect(sentinelPreset.auth).toEqual({
+      type: 'oauth2_client_credentials',
+      token_url: 'https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token',
+      scope: 'https://monitor.azure.com//.default',
+      client_auth: 'body',
+    });
+    expect(sentinelPreset.headers.map((h) => h.toLowerCase())).not.toContain('authorization');
+    expect(DESTINATION_PRESETS.filter((p) => p.auth !== null).map((p) => p.id)).toEqual(['sentinel']);
+  });
+});

@@ -13,7 +13,25 @@ export interface DestinationPreset {
   template: string;
   vars: string[];
   headers: string[];
+  /**
+   * The OAuth 2.0 authentication its receiver takes (CONTRACT 20), without the secret and with `{tenant}` where the
+   * client puts its own value; null when it takes none.
+   */
+  auth: PresetAuth | null;
 }
+
+/** A preset's `auth`: the webhook's `auth` less the client id and secret, which the client supplies. */
+export interface PresetAuth {
+  type: 'oauth2_client_credentials';
+  token_url: string;
+  scope: string;
+  client_auth: 'body';
+}
+
+/** Entra ID's token endpoint (v2.0); `{tenant}` is the directory (tenant) id. */
+export const ENTRA_TOKEN_URL = 'https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token';
+/** The scope of an Entra token for Azure Monitor's Logs Ingestion API (the double slash is Azure's). */
+export const AZURE_MONITOR_SCOPE = 'https://monitor.azure.com//.default';
 
 // One line of text that chat receivers show: "Anomaly Finding Created: <resource> by <actor>". Display names are
 // escaped because Slack and Teams re-parse &, < and > as markup.
@@ -33,8 +51,7 @@ const logRecord = [
   '"created_at": {{ json .CreatedAt }}',
 ].join(', ');
 
-/** Every allowed `destination` value's preset, in the order of CONTRACT 4. */
-export const DESTINATION_PRESETS: readonly DestinationPreset[] = [
+const PRESETS: readonly (Omit<DestinationPreset, 'auth'> & { auth?: PresetAuth })[] = [
   {
     // The Standard Webhooks envelope, unchanged: for any HTTPS endpoint that verifies the signature itself.
     id: 'generic', label: 'Generic HTTPS', format: 'single', max_events: 1, template: '', vars: [], headers: [],
@@ -104,9 +121,11 @@ export const DESTINATION_PRESETS: readonly DestinationPreset[] = [
     template: `{"timestamp": {{ json .CreatedAt }}, "message": {{ json ${chatLine} }}, ${logRecord}}`,
   },
   {
-    // Microsoft Sentinel through the Logs Ingestion API (data collection endpoint, rule and stream in the URL,
-    // an Entra bearer token in Authorization): a JSON array of records with TimeGenerated.
-    id: 'sentinel', label: 'Microsoft Sentinel', format: 'array', max_events: 100, vars: [], headers: ['Authorization'],
+    // Microsoft Sentinel through the Logs Ingestion API (data collection endpoint, rule and stream in the URL): a
+    // JSON array of records with TimeGenerated. It takes only Entra access tokens, which live about an hour: the
+    // service obtains and renews them with the app registration's client id and secret (client credentials).
+    id: 'sentinel', label: 'Microsoft Sentinel', format: 'array', max_events: 100, vars: [], headers: [],
+    auth: { type: 'oauth2_client_credentials', token_url: ENTRA_TOKEN_URL, scope: AZURE_MONITOR_SCOPE, client_auth: 'body' },
     template:
       '{"TimeGenerated": {{ json .CreatedAt }}, "Action": {{ json .Action }}, "EventId": {{ json .ID }}, ' +
       '"ActorType": {{ json .ActorType }}, "ActorId": {{ json .ActorID }}, "ActorName": {{ json .ActorDisplayName }}, ' +
@@ -120,3 +139,6 @@ export const DESTINATION_PRESETS: readonly DestinationPreset[] = [
     template: `{"event_time": {{ json .CreatedAt }}, "product": "gatehook", ${logRecord}}`,
   },
 ];
+
+/** Every allowed `destination` value's preset, in the order of CONTRACT 4. */
+export const DESTINATION_PRESETS: readonly DestinationPreset[] = PRESETS.map((preset) => ({ ...preset, auth: preset.auth ?? null }));

@@ -31,7 +31,7 @@ function storedWebhook(overrides: Partial<StoredWebhook> = {}): StoredWebhook {
     previousSecretValidUntil: null,
     activeSince: new Date('2026-01-01T00:00:00.000Z'),
     clientCertificateEncrypted: null,
-    rateLimitPerSecond: null,
+    rateLimitPerSecond: null, auth: null, authSecretEncrypted: null,
     ...overrides,
   };
 }

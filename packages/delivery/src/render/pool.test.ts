@@ -31,7 +31,7 @@ const webhook: StoredWebhook = {
   previousSecretValidUntil: null,
   activeSince: new Date(now.getTime() - 60_000),
   clientCertificateEncrypted: null,
-  rateLimitPerSecond: null,
+  rateLimitPerSecond: null, auth: null, authSecretEncrypted: null,
 };
 
 describe('RenderPool', () => {

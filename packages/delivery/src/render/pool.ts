@@ -6,7 +6,8 @@ import type { PreviewOutcome, PreviewRender } from './preview';
 import type { TestBody } from '../pipeline/test-send';
 import { FairPool } from './fair-pool';
 import { emptyPlan, mergePlan, type DeliveryPlan, type PlanInput, type PlanProgress, type PlanSlice } from './plan';
-import type { PlanTask, PreviewTask, RenderThreadData, TestTask } from './thread';
+import type { PlanTask, PreviewTask, RenderThreadData, RequestViewTask, TestTask } from './thread';
+import type { RequestView } from '../request-view';
 
 /**
  * Longest a plan task runs before it hands its thread back (plan.ts cuts between two events): the granularity of
@@ -44,7 +45,7 @@ export interface RenderPoolOptions {
  * The render pool (CONTRACT 15): rendering templates, evaluating conditions, packing and sealing bodies run in
  * worker threads, never on the event loop that sends requests or answers the API, shared fairly between
  * organisations (FairPool). The worker plans fan-outs, batch flushes and replays here; the API renders previews
- * and test sends.
+ * and test sends, and redacts the operator's request views.
  */
 export class RenderPool {
   private readonly pool: FairPool;
@@ -100,6 +101,14 @@ export class RenderPool {
   testBody(webhook: StoredWebhook, event: AuditEventData): Promise<TestBody> {
     const task: TestTask = { webhook, event, budgetMs: REQUEST_RENDER_BUDGET_MS };
     return this.pool.run<TestBody>(webhook.orgId, 'testBody', task);
+  }
+
+  /**
+   * A delivery's request as sent, its secret values redacted within REDACTION_BUDGET_MS (request-view.ts): the
+   * body is decrypted, signed and searched on a thread, in the organisation's turn.
+   */
+  requestView(orgId: string, task: RequestViewTask): Promise<RequestView> {
+    return this.pool.run<RequestView>(orgId, 'requestView', task);
   }
 
   /** Tasks running and waiting, per organisation. */

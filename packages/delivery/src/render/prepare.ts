@@ -67,7 +67,7 @@ export function failedDelivery(webhookId: string, eventId: string, error: string
  * body for storage: one pending delivery per body, and a failed one per event whose body alone exceeds 1 MB.
  */
 export function packDeliveries(
-  webhook: Pick<StoredWebhook, 'id' | 'format' | 'maxEvents' | 'varNames'>,
+  webhook: Pick<StoredWebhook, 'id' | 'format' | 'maxEvents' | 'varNames' | 'varsEncrypted' | 'headersEncrypted'>,
   rendered: readonly RenderedEvent[],
   box: SecretBox,
   now: Date,

@@ -1,6 +1,6 @@
 import { marshalJSON } from '@gatehook/templates/json';
 import { escapeMarkup } from '@gatehook/templates/gatehook-funcs';
-import { REDACTED, Redactor } from './redaction';
+import { MAX_REDACTED_BODY_LENGTH, REDACTED, REDACTION_WITHHELD, Redactor } from './redaction';
 
 // Values whose escaping matters: quotes, backslashes, markup, non-ASCII (BMP and astral), line breaks, slashes.
 const SECRETS = ['tok"en\\with<markup>&amp;', 'pässwörd/ünï ✓ 🎉', 'line1\nline2\r\ttab', "it's='x'", 'xoxb-1234/5678'];
@@ -72,5 +72,33 @@ describe('Redactor', () => {
 
   it('replaces a value containing another value whole', () => {
     expect(new Redactor(['abcd', 'abcdefgh']).redact('"xabcdefghx"')).toBe(`"x${REDACTED}x"`);
+  });
+
+  it('finds a value of line breaks between two characters without backtracking, however many there are', () => {
+    // Each line break may be printed raw, escaped or dropped (ndjson): as a regular expression, 2^n ways to try.
+    const value = `x${'\n'.repeat(40)}y`;
+    const redactor = new Redactor([value]);
+    expect(redactor.redact(JSON.stringify({ v: value }))).toBe(`{"v":"${REDACTED}"}`);
+    expect(redactor.redact(`{"v":"x${'\\n'.repeat(39)}z"}`)).toBe(`{"v":"x${'\\n'.repeat(39)}z"}`);
+    expect(redactor.redact(`x${'\n'.repeat(10_000)}`)).toBe(`x${'\n'.repeat(10_000)}`);
+  });
+
+  it('redacts a body of the largest size under the largest set of values a webhook may hold', () => {
+    // 50 variables and 50 header values of 4,096 characters (docs/webhooks.md, "Limits"), a body of 400 KB.
+    const values = Array.from({ length: 100 }, (_, i) => `${i}:`.padEnd(4096, String.fromCharCode(97 + (i % 26))));
+    const events = values.map((v, i) => ({ i, v: i % 2 === 0 ? v : Buffer.from(v).toString('hex'), filler: 'é<"\\/>'.repeat(100) }));
+    const body = JSON.stringify(events);
+    expect(body.length).toBeGreaterThan(400_000);
+    const shown = new Redactor(values).redact(body);
+    expect(JSON.parse(shown)).toEqual(events.map((e) => ({ ...e, v: REDACTED })));
+  });
+
+  it('withholds the body whole when its deadline passes, or when it is longer than any stored body', () => {
+    const redactor = new Redactor(SECRETS);
+    const body = JSON.stringify({ a: SECRETS[0], b: 'x'.repeat(200_000) });
+    let checks = 0;
+    expect(redactor.redact(body, { passed: () => ++checks > 3 })).toBe(REDACTION_WITHHELD);
+    expect(redactor.redact('x'.repeat(MAX_REDACTED_BODY_LENGTH + 1))).toBe(REDACTION_WITHHELD);
+    expect(redactor.redact(body)).toContain(REDACTED);
   });
 });

@@ -1,6 +1,7 @@
 import { USER_AGENT } from '@gatehook/core/version';
 import type { SendRequest, SendResult } from '@gatehook/egress/client';
 import type { ClientCertificate } from '@gatehook/egress/client-certificate';
+import type { DestinationAuth } from '@gatehook/egress/oauth/token-request';
 import { deliveryHeaders } from './signing';
 import type { LiveWebhook } from '../webhook-configs';
 
@@ -15,6 +16,8 @@ export interface PreparedRequest {
   headers: Record<string, string>;
   /** The webhook's client certificate, presented when the receiver asks (mTLS). */
   clientCertificate: ClientCertificate | null;
+  /** OAuth 2.0 destination authentication: the egress client adds the access token (CONTRACT 20). */
+  auth: DestinationAuth | null;
 }
 
 /**
@@ -35,5 +38,5 @@ export function signedRequest(webhook: LiveWebhook, message: { id: string; body:
     userAgent: USER_AGENT,
     custom: webhook.headers,
   });
-  return { url: webhook.url, origin: webhook.origin, body: message.body, headers, clientCertificate: webhook.clientCertificate };
+  return { url: webhook.url, origin: webhook.origin, body: message.body, headers, clientCertificate: webhook.clientCertificate, auth: webhook.destinationAuth };
 }

@@ -1,10 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { SecretBox } from '@gatehook/core/encryption';
-import { COMPRESS_FROM_LENGTH, openBody, sealBody } from './stored-body';
+import { COMPRESS_FROM_LENGTH, openBody, openStoredBody, sealBody, secretsVersionOf } from './stored-body';
 
 const box = new SecretBox(randomBytes(32).toString('base64'));
-const noVars = { varNames: [] };
-const withVars = { varNames: ['API_TOKEN'] };
+const noVars = { varNames: [], varsEncrypted: null, headersEncrypted: null };
+const withVars = { varNames: ['API_TOKEN'], varsEncrypted: 'token-of-vars', headersEncrypted: null };
 const at = (deliveryId: string) => ({ column: 'deliveries.body_encrypted' as const, row: deliveryId });
 
 describe('stored bodies', () => {
@@ -12,7 +12,9 @@ describe('stored bodies', () => {
     const id = randomUUID();
     const body = JSON.stringify({ type: 'audit.event', data: { id: randomUUID(), note: 'héllo ✓ \u2028' } });
     const stored = sealBody(box, body, id, noVars);
-    expect(box.decrypt(stored, at(id))).toBe(body);
+    const version = secretsVersionOf(noVars);
+    expect(stored.startsWith(`s:${version}:`)).toBe(true);
+    expect(box.decrypt(stored.slice(`s:${version}:`.length), { column: 'deliveries.body_encrypted', row: `${id}:${version}` })).toBe(body);
     expect(openBody(box, stored, id)).toBe(body);
   });
 
@@ -38,7 +40,7 @@ describe('stored bodies', () => {
     expect(right.length).toBeGreaterThan(COMPRESS_FROM_LENGTH);
     const storedRight = sealBody(box, right, randomUUID(), withVars);
     const storedWrong = sealBody(box, wrong, randomUUID(), withVars);
-    expect(storedRight.startsWith('z:')).toBe(false);
+    expect(storedRight.includes(':z:')).toBe(false);
     expect(storedRight.length).toBe(storedWrong.length);
     // Without variables the same bodies would be compressed, and their lengths would differ.
     expect(sealBody(box, right, randomUUID(), noVars).length).not.toBe(sealBody(box, wrong, randomUUID(), noVars).length);
@@ -67,5 +69,19 @@ describe('stored bodies', () => {
     const stored = sealBody(box, 'y'.repeat(COMPRESS_FROM_LENGTH * 2), id, noVars);
     const tampered = `${stored.slice(0, -4)}${stored.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
     expect(() => openBody(box, tampered, id)).toThrow();
+  });
+
+  it('records the version of the secret values a body was rendered with, and refuses a version changed in the database', () => {
+    const id = randomUUID();
+    const before = { varNames: ['TOKEN'], varsEncrypted: 'vars-token-1', headersEncrypted: 'headers-token' };
+    const after = { ...before, varsEncrypted: 'vars-token-2' };
+    expect(secretsVersionOf(after)).not.toBe(secretsVersionOf(before));
+    expect(secretsVersionOf({ ...before })).toBe(secretsVersionOf(before));
+    for (const body of ['small', 'y'.repeat(COMPRESS_FROM_LENGTH * 2)]) {
+      const stored = sealBody(box, body, id, before);
+      expect(openStoredBody(box, stored, id)).toEqual({ body, secretsVersion: secretsVersionOf(before) });
+      expect(() => openBody(box, stored.replace(secretsVersionOf(before), secretsVersionOf(after)), id)).toThrow();
+    }
+    expect(openStoredBody(box, box.encrypt('legacy', at(id)), id)).toEqual({ body: 'legacy', secretsVersion: null });
   });
 });

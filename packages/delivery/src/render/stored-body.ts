@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { SecretBox, SecretPlace } from '@gatehook/core/encryption';
 
@@ -17,18 +18,40 @@ import type { SecretBox, SecretPlace } from '@gatehook/core/encryption';
  *
  * A compressed body is `COMPRESSED_PREFIX` followed by the encryption token of the deflated bytes; anything else is
  * the token of the body itself, so every body stored before compression existed still opens.
+ *
+ * A body also records the version of the secret values it was rendered with ({@link secretsVersionOf}): the
+ * request view shows a body redacted only when the webhook still holds those values, whenever the body was stored
+ * (a worker may render with a configuration it cached before a change). It is `VERSION_PREFIX`, the version and a
+ * colon before the rest, and it is part of the token's additional authenticated data, so a version changed in the
+ * database makes the body fail to open instead of passing it off as rendered with other values. Bodies stored
+ * before versions existed have none.
  */
 /** In string length (UTF-16 units), which is free to read; a batch is far past it whatever its characters. */
 export const COMPRESS_FROM_LENGTH = 4096;
 const COMPRESSED_PREFIX = 'z:';
+const VERSION_PREFIX = 's:';
 
 /** The webhook fields that decide how its bodies are stored. */
-export interface BodyOwner {
+export interface BodyOwner extends SecretsOwner {
   varNames: readonly string[];
 }
 
-function placeOf(deliveryId: string): SecretPlace {
-  return { column: 'deliveries.body_encrypted', row: deliveryId };
+/** A webhook's stored secret values that a template can print (its variables and custom headers), encrypted. */
+export interface SecretsOwner {
+  varsEncrypted: string | null;
+  headersEncrypted: string | null;
+}
+
+/**
+ * The version of a webhook's variable and header values: a digest of their stored tokens, which the API rewrites
+ * only when a value changes (the same rule as `webhooks.secrets_changed_at`). Tells nothing of the values.
+ */
+export function secretsVersionOf(owner: SecretsOwner): string {
+  return createHash('sha256').update(`${owner.varsEncrypted ?? ''}\n${owner.headersEncrypted ?? ''}`).digest('base64url').slice(0, 16);
+}
+
+function placeOf(deliveryId: string, secretsVersion: string | null): SecretPlace {
+  return { column: 'deliveries.body_encrypted', row: secretsVersion === null ? deliveryId : `${deliveryId}:${secretsVersion}` };
 }
 
 /** True when a body of this webhook may be compressed before encryption: it is long, and no variable can be in it. */
@@ -36,15 +59,39 @@ export function compressesBody(webhook: BodyOwner, body: string): boolean {
   return webhook.varNames.length === 0 && body.length >= COMPRESS_FROM_LENGTH;
 }
 
-/** Encrypts a delivery's body for storage, bound to the delivery; deflated first when {@link compressesBody}. */
+/**
+ * Encrypts a delivery's body for storage, bound to the delivery and to the version of the webhook's secret values it
+ * was rendered with; deflated first when {@link compressesBody}.
+ */
 export function sealBody(box: SecretBox, body: string, deliveryId: string, webhook: BodyOwner): string {
-  if (!compressesBody(webhook, body)) return box.encrypt(body, placeOf(deliveryId));
+  const version = secretsVersionOf(webhook);
+  const place = placeOf(deliveryId, version);
   // Level 1: nearly all of the saving on such repetitive text, at a fraction of the default level's CPU.
-  return `${COMPRESSED_PREFIX}${box.encrypt(deflateRawSync(body, { level: 1 }), placeOf(deliveryId))}`;
+  const token = compressesBody(webhook, body) ? `${COMPRESSED_PREFIX}${box.encrypt(deflateRawSync(body, { level: 1 }), place)}` : box.encrypt(body, place);
+  return `${VERSION_PREFIX}${version}:${token}`;
+}
+
+/** A stored body opened: its text, and the version of the secret values it was rendered with (null: not recorded). */
+export interface OpenedBody {
+  body: string;
+  secretsVersion: string | null;
 }
 
 /** The body a delivery's stored value holds (made by sealBody, or by an encryption of the body alone). */
+export function openStoredBody(box: SecretBox, stored: string, deliveryId: string): OpenedBody {
+  let secretsVersion: string | null = null;
+  let token = stored;
+  if (stored.startsWith(VERSION_PREFIX)) {
+    const end = stored.indexOf(':', VERSION_PREFIX.length);
+    secretsVersion = stored.slice(VERSION_PREFIX.length, end);
+    token = stored.slice(end + 1);
+  }
+  const place = placeOf(deliveryId, secretsVersion);
+  const body = token.startsWith(COMPRESSED_PREFIX) ? inflateRawSync(box.decryptBytes(token.slice(COMPRESSED_PREFIX.length), place)).toString('utf8') : box.decrypt(token, place);
+  return { body, secretsVersion };
+}
+
+/** The body a delivery's stored value holds. */
 export function openBody(box: SecretBox, stored: string, deliveryId: string): string {
-  if (stored.startsWith(COMPRESSED_PREFIX)) return inflateRawSync(box.decryptBytes(stored.slice(COMPRESSED_PREFIX.length), placeOf(deliveryId))).toString('utf8');
-  return box.decrypt(stored, placeOf(deliveryId));
+  return openStoredBody(box, stored, deliveryId).body;
 }

@@ -5,6 +5,7 @@ import type { AuditEventData } from './envelope';
 import { renderPreview, type PreviewOutcome, type PreviewRender } from './preview';
 import { renderTestBody, type TestBody } from '../pipeline/test-send';
 import { LiveWebhooks, type VersionedWebhook } from '../webhook-configs';
+import { RequestViews, type RequestView, type SentDelivery, type WebhookSecrets } from '../request-view';
 import { planSlice, type PlanInput, type PlanProgress, type PlanSlice } from './plan';
 
 /** What the pool hands a thread at start (piscina's workerData). */
@@ -24,6 +25,12 @@ export interface PreviewTask {
   budgetMs: number;
 }
 
+export interface RequestViewTask {
+  webhook: WebhookSecrets;
+  delivery: SentDelivery;
+  rotationOverlapSeconds: number;
+}
+
 export interface TestTask {
   webhook: StoredWebhook;
   event: AuditEventData;
@@ -33,6 +40,7 @@ export interface TestTask {
 const box = new SecretBox((workerData as RenderThreadData).encryptionKey);
 const webhooks = new LiveWebhooks(box);
 const live = (stored: VersionedWebhook) => webhooks.of(stored);
+const requestViews = new RequestViews(box);
 
 /** Answers once this thread's code is loaded (RenderPool.warm). */
 export function ping(): true {
@@ -52,4 +60,9 @@ export function preview(task: PreviewTask): PreviewOutcome {
 /** A test send's body (test-send.ts); the request itself is made by the caller. */
 export function testBody(task: TestTask): TestBody {
   return renderTestBody(live(task.webhook), task.event, task.budgetMs);
+}
+
+/** A delivery's request as sent, secrets redacted (request-view.ts). */
+export function requestView(task: RequestViewTask): RequestView {
+  return requestViews.view(task.webhook, task.delivery, task.rotationOverlapSeconds);
 }

@@ -1,6 +1,7 @@
 import type { Prisma } from '@gatehook/db/client';
 import { createReplayedDeliveries } from '@gatehook/db/delivery/create';
 import type { Webhook } from '@gatehook/db/generated/client';
+import { parseStoredWebhookAuth } from '@gatehook/core/webhook-auth';
 import { replayablePage, type WebhookTask } from '@gatehook/db/webhook-tasks';
 import type { RenderPool } from '../render/pool';
 import { disableWebhookAutomatically } from '../state/webhook';
@@ -35,7 +36,7 @@ export async function replayPage(
   };
   if (events.length === 0) return result;
   // Matched and rendered exactly as live traffic, by the same plan in the render pool as fan-out.
-  const prepared = await render.plan(webhook.orgId, { webhooks: [webhook], events, now, filter: 'replay', buffer: false });
+  const prepared = await render.plan(webhook.orgId, { webhooks: [{ ...webhook, auth: parseStoredWebhookAuth(webhook.auth) }], events, now, filter: 'replay', buffer: false });
   if (prepared.deliveries.length === 0) return result;
   const pending = prepared.deliveries.filter((d) => d.status === 'pending');
   const slots = schedule(pending.length);
