@@ -152,7 +152,7 @@ async function burst(stack: Stack, eventsPerOrg: number): Promise<Burst> {
   const base = stack.counter.count();
   const repeatsBefore = stack.counter.repeats();
   const requests = stack.orgs.flatMap((org) => Array.from({ length: Math.ceil(eventsPerOrg / 100) }, (_, i) => () => org.ingest(Math.min(100, eventsPerOrg - i * 100))));
-  const window = await meter(stack.rig.apiProcess, stack.workers);
+  const window = await meter(stack.rig.apiProcess, stack.workers, stack.rig.db);
   const stallsBefore = await stallCounters(stack.workers);
   const redisCpu = () => stack.rig.redisPids.reduce((sum, pid) => sum + cpuMs(pid), 0);
   const redisBefore = redisCpu();

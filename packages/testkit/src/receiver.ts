@@ -46,12 +46,15 @@ export function testCa(): { pki: Pki; caFile: string } {
   return shared;
 }
 
-/** A real HTTPS receiver on 127.0.0.1 with a certificate of the test CA; answers 200 unless told otherwise. */
+/**
+ * A real HTTPS receiver on 127.0.0.1 with a certificate of the test CA (or of `pki`, the test CA of another
+ * process); answers 200 unless told otherwise.
+ */
 export async function startReceiver(
   reply: ReplyFn = () => ({ status: 200, body: 'ok' }),
-  options: { clientCa?: string } = {},
+  options: { clientCa?: string; pki?: Pki } = {},
 ): Promise<TestReceiver> {
-  const { pki } = testCa();
+  const pki = options.pki ?? testCa().pki;
   let replyFn = reply;
   const requests: ReceivedRequest[] = [];
   const hanging = new Set<ServerResponse>();
