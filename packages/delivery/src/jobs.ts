@@ -17,10 +17,11 @@ const ENQUEUE_TIMEOUT_MS = 2_000;
  * so the most it adds is this, to fan-out only, never to the 202.
  * Every job costs the same whatever it carries (BullMQ's scripts, a read and a commit statement, a render task), so
  * at a few hundred single-event requests a second a longer interval means fewer, fuller jobs and less CPU per event
- * for the whole stack, at the price of this interval at most on the median; the comparison behind 25 ms is in
- * bench/HISTORY.md.
+ * for the whole stack, at the price of this interval at most on the median. At 10 ms a stream of 200 single-event
+ * requests a second still goes as jobs of two events, and the median ingest → receiver latency of a fresh webhook
+ * measured from outside is 14 to 15 ms instead of 22 (bench/HISTORY.md has both comparisons).
  */
-export const FANOUT_MERGE_MS = 25;
+export const FANOUT_MERGE_MS = 10;
 
 /** Most deliveries one deliver job carries. */
 export const DELIVER_CHUNK = 200;
