@@ -4,12 +4,12 @@ import { parse } from 'yaml';
 import { SERVICE_NODE_FLAGS } from '@gatehook/core/service';
 
 // Docker cannot run on the CI machines, so these checks keep the files honest: they parse, name the services
-// the README promises, and use only configuration the README documents.
+// the README promises, and use only configuration docs/configuration.md documents.
 const root = path.resolve(__dirname, '..');
 const compose = parse(readFileSync(path.join(__dirname, 'compose.yaml'), 'utf8'), { merge: true });
 const dockerfile = readFileSync(path.join(__dirname, 'Dockerfile'), 'utf8');
-const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
-const documented = new Set([...readme.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]));
+const configuration = readFileSync(path.join(root, 'docs', 'configuration.md'), 'utf8');
+const documented = new Set([...configuration.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]));
 
 describe('docker/compose.yaml', () => {
   it('has postgres, redis, a one-shot migration, one api and two workers', () => {
@@ -24,7 +24,7 @@ describe('docker/compose.yaml', () => {
     }
   });
 
-  it('configures Gatehook only with variables the README documents', () => {
+  it('configures Gatehook only with variables docs/configuration.md documents', () => {
     expect(documented.size).toBeGreaterThan(15);
     for (const name of ['migrate', 'api', 'worker']) {
       const env = Object.keys(compose.services[name].environment);
