@@ -318,8 +318,9 @@ export class SendScheduler {
 
   /**
    * Whether the `position`-th waiter of a saturated endpoint can get its turn within `left` ms at its pace. A
-   * receiver whose limit is climbing (its answers are quick) is judged by the ceiling it climbs to, not by where its
-   * limit stands: a fresh webhook starts at 2 and doubles with each round of answers, so judged by its starting limit
+   * receiver whose limit is climbing (its answers are quick) is judged by the limit it can reach within the wait
+   * ({@link reachableLimit}), not by where its limit stands: a fresh webhook starts at 2 and doubles with each round
+   * of answers, so judged by its starting limit
    * most of a first burst would be turned away (each delivery back through a waiting job, at least
    * MIN_TURN_AWAY_MS later) while the limit reaches its ceiling within a few round trips. A waiter the estimate
    * lets stay still leaves at its deadline if its turn has not come.
@@ -328,8 +329,21 @@ export class SendScheduler {
     const { limit } = endpoint.pace;
     if (endpoint.inFlight < limit.current) return true;
     const hold = this.holdEstimate(endpoint, now);
-    const reachable = limit.growing && hold <= QUICK_ANSWER_MS ? Math.max(limit.current, Math.min(limit.max, this.options.slots)) : limit.current;
-    return (position / reachable) * hold <= left;
+    return (position / this.reachableLimit(endpoint, hold, left)) * hold <= left;
+  }
+
+  /**
+   * The limit an endpoint can have reached `left` ms from now: while it climbs (quick 2xx answers) it doubles with
+   * each round of answers, one round per `hold`, up to its ceiling and the process's slots; otherwise where it
+   * stands. Bounded by the rounds that fit in the wait, so a receiver that answers 2xx slowly keeps a short line
+   * (and holds few places of the room) instead of one sized for a ceiling it cannot reach in time.
+   */
+  private reachableLimit(endpoint: Endpoint, hold: number, left: number): number {
+    const { limit } = endpoint.pace;
+    if (!limit.growing || hold > QUICK_ANSWER_MS) return limit.current;
+    const ceiling = Math.min(limit.max, this.options.slots);
+    const rounds = left / Math.max(1, hold);
+    return Math.max(limit.current, Math.min(ceiling, limit.current * 2 ** Math.min(rounds, 30)));
   }
 
   /**
