@@ -1,5 +1,5 @@
 import { attemptSpan } from '@gatehook/core/tracing';
-import { GroupCommit } from '@gatehook/db/group-commit';
+import { GroupCommit } from '@gatehook/core/group-commit';
 import { leaseDeliveries, releaseDeliveries, type LeasedDelivery, type Release } from '@gatehook/db/delivery/lease';
 import { recordAttempts, type AttemptRecord } from '@gatehook/db/delivery/record';
 import type { SendResult } from '@gatehook/egress/client';

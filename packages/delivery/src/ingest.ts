@@ -4,7 +4,7 @@ import { AppError } from '@gatehook/core/errors';
 import type { Logger } from '@gatehook/core/logger';
 import { annotateSpan, currentTraceparent } from '@gatehook/core/tracing';
 import { sqlPool, type Db } from '@gatehook/db/client';
-import { GroupCommit } from '@gatehook/db/group-commit';
+import { GroupCommit } from '@gatehook/core/group-commit';
 import { insertAuditEvents, type OutboxEvent } from '@gatehook/db/outbox';
 import { isDatabaseUnavailable } from '@gatehook/db/errors';
 import { parseAuditEvents, type AuditEventInput } from './audit-event-input';

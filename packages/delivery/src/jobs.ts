@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { within } from '@gatehook/core/readiness';
 import type { RedisConnection } from '@gatehook/core/redis';
 import { currentTraceparent } from '@gatehook/core/tracing';
-import { GroupCommit } from '@gatehook/db/group-commit';
+import { GroupCommit } from '@gatehook/core/group-commit';
 
 /** Longest a merged fan-out enqueue may take before its events are left to the reconciler. */
 const ENQUEUE_TIMEOUT_MS = 2_000;
