@@ -10,7 +10,7 @@ import { GATEHOOK_VERSION } from '@gatehook/core/version';
 import type { Db } from '@gatehook/db/client';
 import { registerStatementMetric } from '@gatehook/db/metrics';
 import type { Sender } from '@gatehook/delivery/render/request';
-import type { DeliveryQueues } from '@gatehook/delivery/jobs';
+import type { DeliveryQueues } from '@gatehook/delivery';
 import type { RenderPool } from '@gatehook/delivery/render/pool';
 import { WebhookPace } from '@gatehook/delivery/webhook-pace';
 import { parseCidrList, type HostLookup } from '@gatehook/egress/address-policy';

@@ -15,7 +15,7 @@ import { flushBatch } from '@gatehook/delivery/pipeline/batch-flush';
 import { LocalDispatcher } from '@gatehook/delivery/pipeline/dispatch';
 import type { EngineContext } from '@gatehook/delivery/context';
 import { countsItsStart, fanOutGuarded } from '@gatehook/delivery/pipeline/fanout-guard';
-import { DELIVER_CHUNK, DeliveryQueues, JOBS, queuePrefix, queueRoundTrip, SHARDED_QUEUES, waitingJobId, type JobName } from '@gatehook/delivery/jobs';
+import { DeliveryQueues, JOBS, queuePrefix, queueRoundTrip, SHARDED_QUEUES, tunables, waitingJobId, type JobName } from '@gatehook/delivery';
 import { WEBHOOKS_TOPIC, WebhookConfigs } from '@gatehook/delivery/webhook-configs';
 import { WebhookPace } from '@gatehook/delivery/webhook-pace';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
@@ -124,7 +124,7 @@ export async function startEngine(deps: EngineDeps): Promise<Engine> {
     onAttempt: ({ durationMs, statusCode, error }) => metrics.attempts.observe({ result: resultClass(statusCode, error) }, durationMs / 1000),
     onFinished: (outcome) => metrics.deliveries.inc({ outcome }),
     // Every request slot busy and one job's chunk more waiting for them: past that, work waits unleased.
-    maxInProgress: config.DELIVERY_CONCURRENCY + DELIVER_CHUNK,
+    maxInProgress: config.DELIVERY_CONCURRENCY + tunables.DELIVER_CHUNK,
   };
   const runner = new AttemptRunner(attemptDeps);
   metrics.watchRoom(runner.admission);

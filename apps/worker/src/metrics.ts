@@ -3,7 +3,7 @@ import type { Pool } from '@gatehook/db/client';
 import { countParkedEvents } from '@gatehook/db/fanout-parking';
 import { registerStatementMetric } from '@gatehook/db/metrics';
 import type { Admission } from '@gatehook/delivery/admission';
-import type { DeliveryQueues, JobName } from '@gatehook/delivery/jobs';
+import type { DeliveryQueues, JobName } from '@gatehook/delivery';
 
 export interface WorkerMetrics {
   registry: Registry;

@@ -2,7 +2,7 @@ import type { Logger } from '@gatehook/core/logger';
 import type { RedisConnection } from '@gatehook/core/redis';
 import type { Db } from '@gatehook/db/client';
 import { QUEUED_STATUSES } from '@gatehook/db/delivery/status';
-import type { DeliveryQueues } from '@gatehook/delivery/jobs';
+import type { DeliveryQueues } from '@gatehook/delivery';
 import { reconcileTasks } from './processors/tasks';
 
 export interface ReconcilerDeps {

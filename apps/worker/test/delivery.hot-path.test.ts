@@ -1,5 +1,5 @@
 import { sqlPool } from '@gatehook/db/client';
-import { DELIVER_CHUNK } from '@gatehook/delivery/jobs';
+import { tunables } from '@gatehook/delivery';
 import { createTestOrg } from '@gatehook/testkit/api';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 
@@ -101,9 +101,9 @@ describe("a worker's room", () => {
         return { status: 200, body: 'ok' };
       });
       const hook = await own.webhook(held, { events: ['policy.created'] });
-      const room = 5 + DELIVER_CHUNK;
+      const room = 5 + tunables.DELIVER_CHUNK;
       // Three jobs of 200 (more than one fan-out runs itself): the first is let in, the next waits for room.
-      await own.ingest(Array.from({ length: 3 * DELIVER_CHUNK }, () => auditEvent()));
+      await own.ingest(Array.from({ length: 3 * tunables.DELIVER_CHUNK }, () => auditEvent()));
       const gauge = async (name: string) => (await own.engine.metrics.registry.getSingleMetric(name)!.get()).values[0]?.value ?? 0;
       // Once the first job's lease has committed and the next job waits for room. (Within the 2 s slot deadline:
       // after it, deliveries turned away give their places back before their run releases their leases.)

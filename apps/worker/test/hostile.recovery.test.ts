@@ -3,12 +3,13 @@ import { Redis } from 'ioredis';
 import { createLogger } from '@gatehook/core/logger';
 import { sqlPool, type Pool } from '@gatehook/db/client';
 import { MAX_FANOUT_ATTEMPTS } from '@gatehook/delivery/pipeline/fanout-guard';
-import { DeliveryQueues, waitingJobId } from '@gatehook/delivery/jobs';
+import { DeliveryQueues, waitingJobId } from '@gatehook/delivery';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import type { TestReceiver } from '@gatehook/testkit/receiver';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 import { until } from '@gatehook/testkit/until';
 import { reconcileOnce } from '@gatehook/worker/reconciler';
+import { obliterate, queuedJobs } from '@gatehook/testkit/queues';
 
 // Hostile input against the recovery machinery (issue 12): work that keeps failing is parked and visible instead of
 // retried without end, one poisoned event fails only itself, and the reconciler never stacks jobs for a delivery
@@ -97,10 +98,10 @@ describe('fan-out that keeps failing', () => {
         db: stack.api.db, queues: scratch, intervalMs: 500, batchLingerMs: 200,
         logger: createLogger({ name: 'test', level: 'silent' }), grace: { eventsMs: 0, deliveriesMs: 300 },
       });
-      const queued = (await scratch.jobs('fanout', ['waiting'])).flatMap((j) => j.data.eventIds as string[]);
+      const queued = (await queuedJobs(scratch, 'fanout', ['waiting'])).flatMap((j) => j.data.eventIds as string[]);
       expect(queued).not.toContain(poisoned);
     } finally {
-      for (const name of ['fanout', 'batch', 'deliver', 'task'] as const) await scratch.obliterate(name);
+      for (const name of ['fanout', 'batch', 'deliver', 'task'] as const) await obliterate(scratch, name);
       await scratch.close();
       await redis.quit();
     }
@@ -149,7 +150,7 @@ describe('a delivery waiting on a busy origin', () => {
     const reenqueued = () => metric(() => stack.engine.metrics.reenqueued.get(), { kind: 'deliveries' });
     const rounds = () => metric(() => stack.engine.metrics.periodicRuns.get(), { job: 'reconcile', outcome: 'ok' });
     const watch = async () => {
-      const jobs = await stack.engine.queues.jobs('deliver', ['active', 'waiting', 'prioritized', 'delayed']);
+      const jobs = await queuedJobs(stack.engine.queues, 'deliver', ['active', 'waiting', 'prioritized', 'delayed']);
       for (const job of jobs) for (const id of job.data.deliveryIds as string[]) seen.get(id)?.add(job.id!);
     };
     // Both turned away once (each now has its waiting job), then four rounds.
@@ -193,7 +194,7 @@ describe('an attempt in flight', () => {
     const lease = await stack.api.db.delivery.findUniqueOrThrow({ where: { id: cancelled!.id }, select: { leasedUntil: true } });
     expect(lease.leasedUntil!.getTime()).toBeGreaterThan(Date.now());
     await until(
-      async () => (await stack.engine.queues.jobs('deliver', ['active', 'waiting', 'prioritized', 'delayed'])).filter((j) => (j.data.deliveryIds as string[]).includes(cancelled!.id)).length,
+      async () => (await queuedJobs(stack.engine.queues, 'deliver', ['active', 'waiting', 'prioritized', 'delayed'])).filter((j) => (j.data.deliveryIds as string[]).includes(cancelled!.id)).length,
       (n) => n === 0,
       5_000,
     );

@@ -4,11 +4,12 @@ import { Redis } from 'ioredis';
 import { createLogger } from '@gatehook/core/logger';
 import { createDb, type Db } from '@gatehook/db/client';
 import { MAX_FANOUT_ATTEMPTS } from '@gatehook/delivery/pipeline/fanout-guard';
-import { DeliveryQueues, queuePrefix, shardOf, waitingJobId } from '@gatehook/delivery/jobs';
+import { DeliveryQueues, queuePrefix, shardOf, waitingJobId } from '@gatehook/delivery';
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { until } from '@gatehook/testkit/until';
 import { OverdueSweep, reconcileOnce, SharedOverdueSweep, type ReconcilerDeps } from '@gatehook/worker/reconciler';
+import { obliterate, queuedJobs } from '@gatehook/testkit/queues';
 
 // The reconciler on a database of its own (a pass scans all of it) and a queue prefix that no worker takes jobs
 // from: what its rounds leave on the queues is exactly what a worker would get.
@@ -30,7 +31,7 @@ beforeAll(async () => {
   await reconcileOnce(deps);
 });
 afterAll(async () => {
-  for (const name of ['fanout', 'batch', 'deliver', 'task'] as const) await queues.obliterate(name);
+  for (const name of ['fanout', 'batch', 'deliver', 'task'] as const) await obliterate(queues, name);
   await queues.close();
   await redis.quit();
   await db.$disconnect();
@@ -49,7 +50,7 @@ async function webhookRow(): Promise<{ orgId: string; webhookId: string }> {
 
 /** Distinct ids of the deliver jobs that name a delivery, whatever their state. */
 async function deliverJobsOf(deliveryId: string): Promise<string[]> {
-  const jobs = await queues.jobs('deliver', ['active', 'waiting', 'prioritized', 'delayed', 'failed']);
+  const jobs = await queuedJobs(queues, 'deliver', ['active', 'waiting', 'prioritized', 'delayed', 'failed']);
   return [...new Set(jobs.filter((j) => (j.data.deliveryIds as string[]).includes(deliveryId)).map((j) => j.id!))];
 }
 
@@ -136,7 +137,7 @@ describe('events put back by the reconciler', () => {
     });
 
     for (let round = 0; round < 3; round++) await reconcileOnce(deps);
-    const jobs = (await queues.jobs('fanout', ['waiting', 'prioritized', 'delayed', 'active'])).filter((j) => j.data.orgId === orgId);
+    const jobs = (await queuedJobs(queues, 'fanout', ['waiting', 'prioritized', 'delayed', 'active'])).filter((j) => j.data.orgId === orgId);
     expect(jobs.map((j) => j.data).sort((a, b) => b.eventIds.length - a.eventIds.length)).toEqual([
       { orgId, eventIds: [fresh1, fresh2], recovered: true },
       { orgId, eventIds: [suspect], recovered: true },

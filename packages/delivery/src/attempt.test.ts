@@ -5,7 +5,7 @@ import { createDb, sqlPool } from '@gatehook/db/client';
 import { TEST_DATABASE_URL } from '@gatehook/testkit/env';
 import { generateSigningSecret } from '@gatehook/core/signing-secret';
 import { AttemptRunner, prepareRequest, type AttemptDeps, type RunnableDelivery } from './attempt';
-import type { DeliveryQueues } from './jobs';
+import type { DeliveryQueues } from './queues/producer';
 import { SendScheduler } from './scheduler/send-scheduler';
 import type { RenderPool } from './render/pool';
 import { sealBody } from './render/stored-body';

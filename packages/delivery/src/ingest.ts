@@ -8,7 +8,7 @@ import { GroupCommit } from '@gatehook/core/group-commit';
 import { insertAuditEvents, type OutboxEvent } from '@gatehook/db/outbox';
 import { isDatabaseUnavailable } from '@gatehook/db/errors';
 import { parseAuditEvents, type AuditEventInput } from './audit-event-input';
-import type { DeliveryQueues } from './jobs';
+import type { DeliveryQueues } from './queues/producer';
 
 export interface IngestDeps {
   db: Db;

@@ -3,7 +3,7 @@ import { AppError, notFound } from '@gatehook/core/errors';
 import type { Db } from '@gatehook/db/client';
 import type { Delivery, DeliveryAttempt } from '@gatehook/db/generated/client';
 import type { Sender } from '@gatehook/delivery/render/request';
-import type { DeliveryQueues } from '@gatehook/delivery/jobs';
+import type { DeliveryQueues } from '@gatehook/delivery';
 import { restartDeliveries } from '@gatehook/db/delivery/restart';
 import { isQueued, isRetryable } from '@gatehook/db/delivery/status';
 import type { RenderPool } from '@gatehook/delivery/render/pool';

@@ -2,7 +2,7 @@ import type { Job } from 'bullmq';
 import type { Logger } from '@gatehook/core/logger';
 import type { Db } from '@gatehook/db/client';
 import { overdueTasks } from '@gatehook/db/webhook-tasks';
-import { JOBS, type DeliveryQueues } from '@gatehook/delivery/jobs';
+import { JOBS, type DeliveryQueues } from '@gatehook/delivery';
 import { runTaskStep, type TaskDeps } from '@gatehook/delivery/tasks/step';
 
 /** Steps of different tasks run side by side; each is short (one page), so a few slots serve many tasks. */

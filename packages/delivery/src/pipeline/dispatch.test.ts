@@ -4,14 +4,16 @@ import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { Admission } from '../admission';
 import type { AttemptBatchOutcome, AttemptRunner } from '../attempt';
 import { LocalDispatcher } from './dispatch';
-import { DELIVER_CHUNK, DeliveryQueues } from '../jobs';
+import { DeliveryQueues } from '../queues/producer';
+import { DELIVER_CHUNK } from '../tunables';
+import { obliterate, queuedJobs } from '@gatehook/testkit/queues';
 
 const prefix = `test_${randomBytes(6).toString('hex')}`;
 const redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
 const queues = new DeliveryQueues(redis, prefix);
 
 afterAll(async () => {
-  await queues.obliterate('deliver');
+  await obliterate(queues, 'deliver');
   await queues.close();
   await redis.quit();
 });
@@ -38,10 +40,10 @@ function controlledRunner(capacity = 10) {
   return { runner, given, finish, admission };
 }
 
-const queuedIds = async () => (await queues.jobs('deliver', ['waiting', 'delayed'])).flatMap((j) => j.data.deliveryIds as string[]).sort();
+const queuedIds = async () => (await queuedJobs(queues, 'deliver', ['waiting', 'delayed'])).flatMap((j) => j.data.deliveryIds as string[]).sort();
 
 describe('LocalDispatcher', () => {
-  beforeEach(() => queues.obliterate('deliver'));
+  beforeEach(() => obliterate(queues, 'deliver'));
 
   it('runs fresh deliveries in the process while the runner has room for them, and queues them past it', async () => {
     const { runner, given, finish, admission } = controlledRunner(2);
@@ -134,7 +136,7 @@ describe('LocalDispatcher', () => {
     await dispatcher.dispatch(ids);
     expect(given).toEqual([]);
     expect(await queuedIds()).toEqual([...ids].sort());
-    expect((await queues.jobs('deliver', ['waiting', 'delayed', 'prioritized'])).length).toBe(2);
+    expect((await queuedJobs(queues, 'deliver', ['waiting', 'delayed', 'prioritized'])).length).toBe(2);
     await dispatcher.close();
   });
 });

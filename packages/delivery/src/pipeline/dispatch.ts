@@ -1,7 +1,8 @@
 import type { Logger } from '@gatehook/core/logger';
 import type { AttemptBatchOutcome, AttemptRunner } from '../attempt';
 import type { LocalRun, LocalRuns } from './local-run';
-import { DELIVER_CHUNK, type DeliveryQueues } from '../jobs';
+import type { DeliveryQueues } from '../queues/producer';
+import { DELIVER_CHUNK } from '../tunables';
 
 /**
  * Longest a fan-out waits for room to run its fresh deliveries itself before it queues them instead. A saturated

@@ -4,7 +4,7 @@ import { recordAuditEvent } from '@gatehook/db/audit-events';
 import type { Db, Prisma } from '@gatehook/db/client';
 import { cancelQueuedDeliveries, dropBatchItems } from '@gatehook/db/delivery/cancel';
 import type { Webhook } from '@gatehook/db/generated/client';
-import type { DeliveryQueues } from '../jobs';
+import type { DeliveryQueues } from '../queues/producer';
 import type { WebhookConfigs } from '../webhook-configs';
 import { stoppedBy, type DeliveryErrorCode } from './delivery-error';
 
