@@ -12,7 +12,7 @@ import { registerStatementMetric } from '@gatehook/db/metrics';
 import type { Sender } from '@gatehook/delivery/render/request';
 import type { DeliveryQueues } from '@gatehook/delivery';
 import type { RenderPool } from '@gatehook/delivery/render/pool';
-import { WebhookPace } from '@gatehook/delivery/webhook-pace';
+import { WebhookPace } from '@gatehook/delivery/flow/webhook-pace';
 import { parseCidrList, type HostLookup } from '@gatehook/egress/address-policy';
 import type { RateLimiter } from '@gatehook/ratelimit/limiter';
 import { MemoryCounterStore } from '@gatehook/ratelimit/stores/memory';

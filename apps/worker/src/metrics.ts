@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Pool } from '@gatehook/db/client';
 import { countParkedEvents } from '@gatehook/db/fanout-parking';
 import { registerStatementMetric } from '@gatehook/db/metrics';
-import type { Admission } from '@gatehook/delivery/admission';
+import type { Admission } from '@gatehook/delivery/flow/admission';
 import type { DeliveryQueues, JobName } from '@gatehook/delivery';
 
 export interface WorkerMetrics {

@@ -6,7 +6,7 @@ import { TEST_DATABASE_URL } from '@gatehook/testkit/env';
 import { generateSigningSecret } from '@gatehook/core/signing-secret';
 import { AttemptRunner, prepareRequest, type AttemptDeps, type RunnableDelivery } from './attempt';
 import type { DeliveryQueues } from './queues/producer';
-import { SendScheduler } from './scheduler/send-scheduler';
+import { SendScheduler } from './flow/fair-share';
 import type { RenderPool } from './render/pool';
 import { sealBody } from './render/stored-body';
 import { toLiveWebhook, WebhookConfigs } from './webhook-configs';

@@ -10,7 +10,7 @@ import type { RenderPool } from '@gatehook/delivery/render/pool';
 import type { TestResult } from '@gatehook/core/webhook-schema';
 import { parseStoredWebhookAuth } from '@gatehook/core/webhook-auth';
 import { sendTestEvent } from '@gatehook/delivery/pipeline/test-send';
-import type { WebhookPace } from '@gatehook/delivery/webhook-pace';
+import type { WebhookPace } from '@gatehook/delivery/flow/webhook-pace';
 import { afterCursor, decodeCursor, decodeSequenceCursor, encodeSequenceCursor, page, sequencePage } from '../http/pagination';
 import { deliveryError } from '@gatehook/delivery/state/delivery-error';
 

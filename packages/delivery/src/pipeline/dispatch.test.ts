@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
-import { Admission } from '../admission';
+import { Admission } from '../flow/admission';
 import type { AttemptBatchOutcome, AttemptRunner } from '../attempt';
 import { LocalDispatcher } from './dispatch';
 import { DeliveryQueues } from '../queues/producer';

@@ -1,6 +1,6 @@
 import type { Logger } from '@gatehook/core/logger';
 import type { AttemptBatchOutcome, AttemptRunner } from '../attempt';
-import type { LocalRun, LocalRuns } from './local-run';
+import type { LocalRun, LocalRuns } from '../local-run';
 import type { DeliveryQueues } from '../queues/producer';
 import { DELIVER_CHUNK } from '../tunables';
 

@@ -3,7 +3,7 @@ import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import type { AuditEventData } from './envelope';
 import { REQUEST_RENDER_BUDGET_MS } from './payload-template';
 import type { PreviewOutcome, PreviewRender } from './preview';
-import type { TestBody } from '../pipeline/test-send';
+import type { TestBody } from './test-body';
 import { FairPool } from './fair-pool';
 import { emptyPlan, mergePlan, type DeliveryPlan, type PlanInput, type PlanProgress, type PlanSlice } from './plan';
 import type { PlanTask, PreviewTask, RenderThreadData, RequestViewTask, TestTask } from './thread';

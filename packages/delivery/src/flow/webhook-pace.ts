@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '@gatehook/core/logger';
 
-const SCRIPT = readFileSync(path.join(__dirname, 'lua/take-webhook-turn-1.lua'), 'utf8');
+const SCRIPT = readFileSync(path.join(__dirname, '../lua/take-webhook-turn-1.lua'), 'utf8');
 /** The script's command name on the connection (ioredis runs it by EVALSHA, loading it once when Redis lacks it). */
 const COMMAND = 'gatehookTakeWebhookTurn';
 
