@@ -5,7 +5,7 @@ import { runService, type RunningService } from '@gatehook/core/service';
 import { startTracing } from '@gatehook/core/tracing';
 import { createDb } from '@gatehook/db/client';
 import { loadConfig } from './env';
-import { startEngine } from './engine';
+import { startWorker } from './worker';
 import { createWorkerServer } from './http';
 
 async function main(): Promise<RunningService> {
@@ -17,7 +17,7 @@ async function main(): Promise<RunningService> {
 
   const db = createDb(config.DATABASE_URL);
 
-  const engine = await startEngine({ config, db, box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY), logger });
+  const engine = await startWorker({ config, db, box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY), logger });
   const server = createWorkerServer({
     checks: { postgres: () => db.$queryRaw`SELECT 1`, redis: () => engine.roundTrip() },
     metrics: engine.metrics.registry,

@@ -13,7 +13,7 @@ import { auditEvent, startStack } from '@gatehook/testkit/stack';
 import { TEST_REDIS_CLUSTER_NODES } from '@gatehook/testkit/env';
 import { testRedis } from '@gatehook/testkit/redis';
 import { until } from '@gatehook/testkit/until';
-import type { Engine } from '@gatehook/worker/engine';
+import type { Worker as Engine } from '@gatehook/worker/worker';
 import { QueueConsumer } from '@gatehook/worker/consumers';
 import { createLogger } from '@gatehook/core/logger';
 import { queueOf } from '@gatehook/testkit/queues';

@@ -39,3 +39,26 @@ export const DEFAULT_QUEUE_SHARDS = 8;
  * enqueue that the others wait behind.
  */
 export const LATER_BATCH = 20;
+
+// Attempts.
+
+/** Time after the request's timeout to record its outcome; a lease past this means the worker died mid-attempt. */
+export const LEASE_MARGIN_MS = 5_000;
+/**
+ * Longest a leased delivery waits in this process for a send slot (its webhook's and the process's) before it is
+ * deferred to come back later. The lease covers this wait, so a delivery is never in flight twice.
+ */
+export const SLOT_WAIT_MS = 2_000;
+/**
+ * A deferred delivery is recorded due this much before the time it comes back: its job may run a little early by
+ * another process's clock, and a lease needs the delivery due.
+ */
+export const DUE_AGAIN_EARLY_MS = 1_000;
+/** Most attempt records (and lease releases) one statement carries (group commit). */
+export const RECORD_BATCH = 500;
+/**
+ * Under a steady stream a record statement starts at most this often, and carries every attempt finished
+ * meanwhile; after a quiet spell it goes at once. The record comes after the request, so this delays no arrival,
+ * only the stored outcome and the delivery's place in the room (docs/delivery.md, step 5).
+ */
+export const RECORD_INTERVAL_MS = 20;

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { Admission } from '../flow/admission';
-import type { AttemptBatchOutcome, AttemptRunner } from '../attempt';
+import type { AttemptBatchOutcome, AttemptRunner } from '../attempt/runner';
 import { LocalDispatcher } from './dispatch';
 import { DeliveryQueues } from '../queues/producer';
 import { DELIVER_CHUNK } from '../tunables';

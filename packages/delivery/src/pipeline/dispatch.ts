@@ -1,5 +1,5 @@
 import type { Logger } from '@gatehook/core/logger';
-import type { AttemptBatchOutcome, AttemptRunner } from '../attempt';
+import type { AttemptBatchOutcome, AttemptRunner } from '../attempt/runner';
 import type { LocalRun, LocalRuns } from '../local-run';
 import type { DeliveryQueues } from '../queues/producer';
 import { DELIVER_CHUNK } from '../tunables';
