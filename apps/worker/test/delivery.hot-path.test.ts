@@ -78,8 +78,8 @@ describe('exclusive attempts', () => {
     const { rows } = await sqlPool(stack.api.db).query<{ id: string }>('SELECT id FROM deliveries WHERE webhook_id = $1', [hook.id]);
     const id = rows[0]!.id;
     // Duplicated jobs (a reconciler pass, a stalled job re-run) while the attempt is in flight.
-    await stack.engine.queues.deliverNow(Array.from({ length: 20 }, () => id));
-    for (let i = 0; i < 10; i++) await stack.engine.queues.deliverNow([id]);
+    await stack.engine.queues.deliverNow(Array.from({ length: 20 }, () => id), stack.org.orgId);
+    for (let i = 0; i < 10; i++) await stack.engine.queues.deliverNow([id], stack.org.orgId);
     await until(async () => ((await stack.engine.queues.counts('deliver', 'wait', 'active')).wait === 0 ? true : undefined));
     release();
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');

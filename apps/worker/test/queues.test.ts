@@ -126,7 +126,7 @@ describe('the queue watchdog', () => {
       stall(blocking);
       const restarts = async () => (await engine.metrics.queueWorkerRestarts.get()).values.reduce((n, v) => n + v.value, 0);
       // A job for a delivery that does not exist: the run finds nothing to lease and completes.
-      await engine.queues.deliverNow([deliveryId]);
+      await engine.queues.deliverNow([deliveryId], randomUUID());
       await until(restarts, (n) => n >= 1, 10_000);
       await until(async () => (await queueOf(engine.queues, 'deliver', shard).getJobCounts('wait', 'active')), (c) => c.wait === 0 && c.active === 0, 10_000);
     } finally {

@@ -64,7 +64,7 @@ describe('deliveries put back by the reconciler', () => {
       data: [waiting, lost].map((id) => ({ id, orgId, webhookId, status: 'pending' as const, eventIds: [], eventCount: 1, nextRetryAt: overdue })),
     });
     // Its next turn waits in the delayed set, as the engine left it; the other one's job was lost with Redis.
-    await queues.deliverLater([{ id: waiting, dueAt: new Date(Date.now() + 60_000) }]);
+    await queues.deliverLater([{ id: waiting, dueAt: new Date(Date.now() + 60_000) }], orgId);
 
     const counted: number[] = [];
     for (let round = 0; round < 4; round++) counted.push((await reconcileOnce(deps)).deliveries);

@@ -172,7 +172,7 @@ export async function createDeliveryEngine(config: Config, infrastructure: Engin
     },
     async deliver(job) {
       const { deliveryIds, orgId, trace } = JOBS.deliver.parse(job.data);
-      const outcome = await withTraceparent(trace, () => runner.run(deliveryIds, orgId ?? ''));
+      const outcome = await withTraceparent(trace, () => runner.run(deliveryIds, orgId));
       // Deliveries turned away by a full webhook come back when it can take them, holding no slot, each under its
       // one waiting job: this job, when it is that job (it moves back to the delayed set), else a job of its own.
       const own = outcome.busy.find((b) => job.id === waitingJobId(b.id));

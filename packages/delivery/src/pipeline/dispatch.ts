@@ -38,7 +38,7 @@ export class LocalDispatcher implements LocalRuns {
    * null when they are to be queued instead. The places of deliveries the commit did not create are given back
    * when the run starts.
    */
-  async claim(count: number, orgId = ''): Promise<LocalRun | null> {
+  async claim(count: number, orgId: string): Promise<LocalRun | null> {
     if (this.closed || count > DELIVER_CHUNK || !(await this.runner.admission.takeWithin(count, ROOM_WAIT_MS, orgId))) return null;
     if (this.closed) {
       this.runner.admission.give(count, orgId);
@@ -63,7 +63,7 @@ export class LocalDispatcher implements LocalRuns {
   }
 
   /** Starts the first attempts of committed deliveries (leasing them), or queues them when there is no room. */
-  readonly dispatch = async (deliveryIds: readonly string[], orgId = ''): Promise<void> => {
+  readonly dispatch = async (deliveryIds: readonly string[], orgId: string): Promise<void> => {
     if (deliveryIds.length === 0) return;
     if (this.closed || deliveryIds.length > DELIVER_CHUNK || !this.runner.admission.tryTake(deliveryIds.length, orgId)) return this.queues.deliverNow(deliveryIds, orgId);
     this.track(this.runner.runAdmitted(deliveryIds, orgId), deliveryIds, orgId);

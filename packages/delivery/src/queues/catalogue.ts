@@ -29,8 +29,8 @@ export const JOBS = {
    */
   deliver: z.object({
     deliveryIds: z.array(z.uuid()).min(1).max(DELIVER_CHUNK),
-    /** The organisation of the deliveries: the worker's room is shared fairly by it (absent in older jobs). */
-    orgId: z.uuid().optional(),
+    /** The organisation of the deliveries: the worker's room is shared fairly by it. */
+    orgId: z.uuid(),
     trace,
   }),
   /** Take the next step (one page) of a recover or replay task (CONTRACT 11; packages/delivery/src/tasks/step.ts). */

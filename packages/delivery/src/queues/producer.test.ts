@@ -114,8 +114,8 @@ describe('DeliveryQueues', () => {
     expect(queuePrefix('gatehook', 'deliver', 3)).toBe('{gatehook:deliver:3}');
     expect(queuePrefix('gatehook', 'batch')).toBe('{gatehook:batch}');
     const ids = Array.from({ length: 64 }, () => randomUUID());
-    await queues.deliverLater(ids.map((id) => ({ id, dueAt: new Date(Date.now() + 60_000) })));
-    await queues.deliverLater(ids.map((id) => ({ id, dueAt: new Date(Date.now() + 60_000) })));
+    await queues.deliverLater(ids.map((id) => ({ id, dueAt: new Date(Date.now() + 60_000) })), randomUUID());
+    await queues.deliverLater(ids.map((id) => ({ id, dueAt: new Date(Date.now() + 60_000) })), randomUUID());
     const used = new Set<number>();
     for (const id of ids) {
       const shard = shardOf(id, queues.shards);

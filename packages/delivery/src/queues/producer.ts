@@ -31,10 +31,9 @@ function deliverJobId(deliveryId: string, dueAt: Date): string {
 }
 
 
-/** A deliver job's data: the deliveries, and their organisation when the producer knows it. */
-function deliverData(deliveryIds: string[], orgId: string | undefined, traceparent: string | undefined): JobData<'deliver'> {
-  const data: JobData<'deliver'> = orgId ? { deliveryIds, orgId } : { deliveryIds };
-  return withTrace(data, traceparent);
+/** A deliver job's data: the deliveries and their organisation. */
+function deliverData(deliveryIds: string[], orgId: string, traceparent: string | undefined): JobData<'deliver'> {
+  return withTrace<JobData<'deliver'>>({ deliveryIds, orgId }, traceparent);
 }
 
 /** A delivery to come back at `dueAt` under its waiting job ({@link DeliveryQueues.deliverLater}). */
@@ -45,7 +44,7 @@ export interface WaitingDelivery {
 }
 
 /** A waiting delivery as queued for the merged enqueue: its organisation and its caller's trace, taken at the call. */
-type QueuedWaiting = WaitingDelivery & { trace: string | undefined };
+type QueuedWaiting = WaitingDelivery & { orgId: string; trace: string | undefined };
 
 
 /** Job data with the trace it continues, when there is one. */
@@ -202,7 +201,7 @@ export class DeliveryQueues {
    * Schedules an attempt of a delivery at `dueAt`. The id names the delivery and its due time, so the same
    * attempt is never queued twice, while a new due time (next retry, manual retry) gets its own job.
    */
-  async deliver(deliveryId: string, dueAt: Date, orgId?: string): Promise<void> {
+  async deliver(deliveryId: string, dueAt: Date, orgId: string): Promise<void> {
     const data = deliverData([deliveryId], orgId, currentTraceparent());
     await this.queueFor('deliver', deliveryId).add('deliver', data, {
       jobId: deliverJobId(deliveryId, dueAt),
@@ -220,7 +219,13 @@ export class DeliveryQueues {
     if (deliveries.length === 0) return;
     // The trace is the caller's, taken now: the merged enqueue runs in whichever caller's context started it.
     const trace = currentTraceparent();
-    await this.later.submit(deliveries.map((d) => ({ ...d, orgId: d.orgId ?? orgId, trace })));
+    await this.later.submit(
+      deliveries.map((d) => {
+        const owner = d.orgId ?? orgId;
+        if (owner === undefined) throw new Error(`deliverLater: delivery ${d.id} has no organisation`);
+        return { ...d, orgId: owner, trace };
+      }),
+    );
   }
 
   private async enqueueLater(deliveries: readonly QueuedWaiting[]): Promise<void> {
@@ -278,7 +283,7 @@ export class DeliveryQueues {
   }
 
   /** Schedules the first attempts of fresh deliveries, due now, in chunks: one job (and one lease) per chunk. */
-  async deliverNow(deliveryIds: readonly string[], orgId?: string): Promise<void> {
+  async deliverNow(deliveryIds: readonly string[], orgId: string): Promise<void> {
     const jobs = [];
     for (let i = 0; i < deliveryIds.length; i += DELIVER_CHUNK) {
       const chunk = deliveryIds.slice(i, i + DELIVER_CHUNK);
@@ -291,7 +296,7 @@ export class DeliveryQueues {
    * Schedules a recover or replay task's deliveries at their send slots: one job (and one lease) per slot, delayed
    * until it, behind live jobs ({@link TASK_DELIVER_PRIORITY}).
    */
-  async deliverScheduled(slots: readonly { ids: readonly string[]; dueAt: Date }[], orgId?: string): Promise<void> {
+  async deliverScheduled(slots: readonly { ids: readonly string[]; dueAt: Date }[], orgId: string): Promise<void> {
     const now = Date.now();
     const jobs = [];
     for (const slot of slots) {
