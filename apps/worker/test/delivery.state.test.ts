@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { createTestOrg } from '@gatehook/testkit/api';
-import { COMPRESS_FROM_LENGTH } from '@gatehook/delivery/render/stored-body';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { COMPRESS_FROM_LENGTH } from '@gatehook/delivery/tunables';
 
 let stack: Stack;
 

@@ -2,7 +2,6 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createLogger } from '@gatehook/core/logger';
 import { sqlPool, type Pool } from '@gatehook/db/client';
-import { MAX_FANOUT_ATTEMPTS } from '@gatehook/delivery/pipeline/fanout-guard';
 import { DeliveryQueues, waitingJobId } from '@gatehook/delivery';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import type { TestReceiver } from '@gatehook/testkit/receiver';
@@ -10,6 +9,7 @@ import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 import { until } from '@gatehook/testkit/until';
 import { reconcileOnce } from '@gatehook/worker/reconciler';
 import { obliterate, queuedJobs } from '@gatehook/testkit/queues';
+import { MAX_FANOUT_ATTEMPTS } from '@gatehook/delivery/tunables';
 
 // Hostile input against the recovery machinery (issue 12): work that keeps failing is parked and visible instead of
 // retried without end, one poisoned event fails only itself, and the reconciler never stacks jobs for a delivery

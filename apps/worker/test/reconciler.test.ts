@@ -3,13 +3,13 @@ import { UnrecoverableError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createLogger } from '@gatehook/core/logger';
 import { createDb, type Db } from '@gatehook/db/client';
-import { MAX_FANOUT_ATTEMPTS } from '@gatehook/delivery/pipeline/fanout-guard';
 import { DeliveryQueues, queuePrefix, shardOf, waitingJobId } from '@gatehook/delivery';
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { until } from '@gatehook/testkit/until';
 import { OverdueSweep, reconcileOnce, SharedOverdueSweep, type ReconcilerDeps } from '@gatehook/worker/reconciler';
 import { obliterate, queuedJobs } from '@gatehook/testkit/queues';
+import { MAX_FANOUT_ATTEMPTS } from '@gatehook/delivery/tunables';
 
 // The reconciler on a database of its own (a pass scans all of it) and a queue prefix that no worker takes jobs
 // from: what its rounds leave on the queues is exactly what a worker would get.

@@ -1,10 +1,4 @@
-/** Deliveries turned away whose endpoint is remembered, so their next turn can be refused without I/O. */
-const REMEMBERED_WAITERS = 100_000;
-/**
- * How long deliveries recalled to a webhook with room (SendSchedulerOptions.recall) count against that room while
- * they are on their way back; a recall whose job another worker took, or that found no job, stops counting then.
- */
-export const RECALL_WINDOW_MS = 1_000;
+import { RECALL_WINDOW_MS, REMEMBERED_WAITERS } from '../tunables';
 
 /**
  * The deliveries this process deferred because their webhook was full, by webhook, oldest first: so that a

@@ -1,7 +1,5 @@
-import { INITIAL_ENDPOINT_LIMIT } from './adaptive-limit';
-import { RECALL_WINDOW_MS } from './deferred';
 import { SendScheduler, type SendTarget, type SendTurn } from './fair-share';
-import { MAX_TURN_AWAY_MS, MIN_TURN_AWAY_MS, UNKNOWN_HOLD_MS } from './pace-estimate';
+import { INITIAL_ENDPOINT_LIMIT, MAX_TURN_AWAY_MS, MIN_TURN_AWAY_MS, RECALL_WINDOW_MS, UNKNOWN_HOLD_MS } from '../tunables';
 
 const far = () => Date.now() + 60_000;
 const quick = { statusCode: 200, error: null, durationMs: 3 };

@@ -2,9 +2,7 @@ import { LRUCache } from 'lru-cache';
 import { AdaptiveLimit, answerSignal } from './adaptive-limit';
 import { DeferredRegistry } from './deferred';
 import { canServe, firstAnswerWindow, holdEstimate, learnHold, stayAwayMs, type EndpointPace } from './pace-estimate';
-
-/** Endpoints whose limit and pace are remembered while they have nothing in flight (least recently used forgotten). */
-const REMEMBERED_ENDPOINTS = 10_000;
+import { REMEMBERED_ENDPOINTS } from '../tunables';
 
 /** Who a request is for: the organisation and webhook it is shared between, and the origin it goes to. */
 export interface SendTarget {

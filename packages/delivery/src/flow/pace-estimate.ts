@@ -1,21 +1,5 @@
-import { QUICK_ANSWER_MS, type AdaptiveLimit } from './adaptive-limit';
-
-/** Shortest time a delivery turned away by a full endpoint stays away. */
-export const MIN_TURN_AWAY_MS = 250;
-/** Longest: a delivery waiting on an endpoint that stays full looks again at least this often. */
-export const MAX_TURN_AWAY_MS = 60_000;
-/**
- * The time per request assumed of a receiver that has never answered, until the age of its requests says more: so
- * that one which hangs from its first request has a short line in the process (at the default 2 s slot wait and a
- * starting limit of 2, 16 waiters), not one as long as the room, while its requests are still young. It is also how
- * long, from its first request, the excess beyond that line waits for the receiver's first answer instead of being
- * turned away at once: a fresh receiver that is quick answers within moments, and then its whole burst is judged by
- * its real pace (a worker just started sees every webhook fresh, and turning away most of its first burst would send
- * each of those deliveries back through a job and a lease of its own); one that hangs holds them that long at most.
- */
-export const UNKNOWN_HOLD_MS = 250;
-/** Weight of the newest request in an endpoint's average time per request. */
-const HOLD_SMOOTHING = 0.2;
+import { type AdaptiveLimit } from './adaptive-limit';
+import { HOLD_SMOOTHING, MAX_TURN_AWAY_MS, MIN_TURN_AWAY_MS, QUICK_ANSWER_MS, UNKNOWN_HOLD_MS } from '../tunables';
 
 /** What is known of one webhook's receiver in this process: its adaptive limit and its average time per request. */
 export interface EndpointPace {

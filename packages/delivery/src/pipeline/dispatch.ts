@@ -3,15 +3,7 @@ import type { AttemptBatchOutcome, AttemptRunner } from '../attempt/runner';
 import type { LocalRun, LocalRuns } from '../local-run';
 import type { DeliveryQueues } from '../queues/producer';
 import { DELIVER_CHUNK } from '../tunables';
-
-/**
- * Longest a fan-out waits for room to run its fresh deliveries itself before it queues them instead. A saturated
- * worker frees its 250 places several times a second, so fan-out nearly always gets them and its deliveries keep
- * the local path (created leased, bodies in hand); the bound keeps a fan-out from waiting behind an endpoint that
- * holds its places for a whole timeout.
- */
-export const ROOM_WAIT_MS = 1_000;
-
+import { ROOM_WAIT_MS } from '../tunables';
 
 /**
  * Runs fresh deliveries' first attempts in the process that created them, when it has room, instead of a round

@@ -8,12 +8,7 @@ import { testEvent, type TestRenderer } from '../render/test-body';
 import { toLiveWebhook, type LiveWebhook } from '../webhook-configs';
 import { deliveryError } from '../state/delivery-error';
 import type { WebhookPace } from '../flow/webhook-pace';
-
-/**
- * Longest a test send to a webhook with `rate_limit_per_second` waits for its turn; a turn further away is answered
- * 429 `rate_limited` with Retry-After (the request waits in the API, holding the caller's connection).
- */
-export const TEST_SEND_TURN_WAIT_MS = 2_000;
+import { TEST_SEND_TURN_WAIT_MS } from '../tunables';
 
 /**
  * Sends a `webhook.test` event to one webhook whatever its status, ignoring its condition but using its template,
