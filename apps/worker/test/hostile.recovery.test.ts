@@ -2,14 +2,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createLogger } from '@gatehook/core/logger';
 import { sqlPool, type Pool } from '@gatehook/db/client';
-import { DeliveryQueues, waitingJobId } from '@gatehook/delivery';
+import { DeliveryQueues, tunables, waitingJobId } from '@gatehook/delivery';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import type { TestReceiver } from '@gatehook/testkit/receiver';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 import { until } from '@gatehook/testkit/until';
 import { reconcileOnce } from '@gatehook/worker/reconciler';
 import { obliterate, queuedJobs } from '@gatehook/testkit/queues';
-import { MAX_FANOUT_ATTEMPTS } from '@gatehook/delivery/tunables';
 
 // Hostile input against the recovery machinery (issue 12): work that keeps failing is parked and visible instead of
 // retried without end, one poisoned event fails only itself, and the reconciler never stacks jobs for a delivery
@@ -67,7 +66,7 @@ async function gatedReceiver(): Promise<{ receiver: TestReceiver; release: () =>
 }
 
 describe('fan-out that keeps failing', () => {
-  it(`fails on one poisoned event alone: the rest of its job goes out, and it is parked after MAX_FANOUT_ATTEMPTS (${MAX_FANOUT_ATTEMPTS}) runs, counted and visible`, async () => {
+  it(`fails on one poisoned event alone: the rest of its job goes out, and it is parked after MAX_FANOUT_ATTEMPTS (${tunables.MAX_FANOUT_ATTEMPTS}) runs, counted and visible`, async () => {
     const receiver = await stack.receiver();
     await stack.webhook(receiver, { events: ['policy.created'] });
     const before = await failuresCounted();
@@ -78,7 +77,7 @@ describe('fan-out that keeps failing', () => {
 
     await receiver.waitFor((requests) => requests.some((r) => idOf(r.body) === healthy), 5_000);
     const parked = await until(() => pendingRow(poisoned), (row) => row?.parked_at != null, 20_000);
-    expect(parked).toEqual({ attempts: MAX_FANOUT_ATTEMPTS, last_error: 'RangeError: Maximum call stack size exceeded', parked_at: expect.any(Date) });
+    expect(parked).toEqual({ attempts: tunables.MAX_FANOUT_ATTEMPTS, last_error: 'RangeError: Maximum call stack size exceeded', parked_at: expect.any(Date) });
     expect(await stack.api.db.delivery.count({ where: { eventIds: { has: poisoned } } })).toBe(0);
     expect(receiver.requests.map((r) => idOf(r.body))).toEqual([healthy]);
 
@@ -119,12 +118,12 @@ describe('fan-out that keeps failing', () => {
     await stack.webhook(receiver, { events: ['policy.created'] });
     // Two healthy events, as the rows are left when runs died with their worker: one after MAX_FANOUT_ATTEMPTS
     // such runs, one after a single run (next to an event that killed it).
-    const dead = await storeEvent('{"policy_name": "dead"}', MAX_FANOUT_ATTEMPTS);
+    const dead = await storeEvent('{"policy_name": "dead"}', tunables.MAX_FANOUT_ATTEMPTS);
     const once = await storeEvent('{"policy_name": "once"}', 1);
 
     await receiver.waitFor((requests) => requests.some((r) => idOf(r.body) === once), 10_000);
     const parked = await until(() => pendingRow(dead), (row) => row?.parked_at != null, 10_000);
-    expect(parked).toEqual({ attempts: MAX_FANOUT_ATTEMPTS, last_error: null, parked_at: expect.any(Date) });
+    expect(parked).toEqual({ attempts: tunables.MAX_FANOUT_ATTEMPTS, last_error: null, parked_at: expect.any(Date) });
     await stack.settle([once]);
     expect(await stack.api.db.delivery.count({ where: { eventIds: { has: dead } } })).toBe(0);
     expect(receiver.requests.map((r) => idOf(r.body))).toEqual([once]);

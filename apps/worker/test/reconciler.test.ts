@@ -3,13 +3,12 @@ import { UnrecoverableError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createLogger } from '@gatehook/core/logger';
 import { createDb, type Db } from '@gatehook/db/client';
-import { DeliveryQueues, queuePrefix, shardOf, waitingJobId } from '@gatehook/delivery';
+import { DeliveryQueues, queuePrefix, shardOf, tunables, waitingJobId } from '@gatehook/delivery';
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { until } from '@gatehook/testkit/until';
 import { OverdueSweep, reconcileOnce, SharedOverdueSweep, type ReconcilerDeps } from '@gatehook/worker/reconciler';
 import { obliterate, queuedJobs } from '@gatehook/testkit/queues';
-import { MAX_FANOUT_ATTEMPTS } from '@gatehook/delivery/tunables';
 
 // The reconciler on a database of its own (a pass scans all of it) and a queue prefix that no worker takes jobs
 // from: what its rounds leave on the queues is exactly what a worker would get.
@@ -132,7 +131,7 @@ describe('events put back by the reconciler', () => {
         // A run that died with its worker (or failed on it) counted one attempt.
         { orgId, eventId: suspect, receivedAt: at(1), attempts: 1 },
         { orgId, eventId: fresh2, receivedAt: at(2) },
-        { orgId, eventId: parked, receivedAt: at(3), attempts: MAX_FANOUT_ATTEMPTS, parkedAt: new Date(), lastError: 'RangeError: x' },
+        { orgId, eventId: parked, receivedAt: at(3), attempts: tunables.MAX_FANOUT_ATTEMPTS, parkedAt: new Date(), lastError: 'RangeError: x' },
       ],
     });
 
