@@ -7,7 +7,7 @@ import { createLogger } from '@gatehook/core/logger';
 import { connectRedis, redisTarget } from '@gatehook/core/redis';
 import { runService, type RunningService, closeRedis } from '@gatehook/core/service';
 import { startTracing } from '@gatehook/core/tracing';
-import { createDb } from '@gatehook/db/client';
+import { createDb, warmPool } from '@gatehook/db/client';
 import { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { RenderPool } from '@gatehook/delivery/render/pool';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
@@ -46,7 +46,9 @@ async function main(): Promise<RunningService> {
     threads: config.API_RENDER_THREADS,
     onError: (error) => logger.error({ err: error.message }, 'a render thread failed outside a task'),
   });
-  await render.warm();
+  // The render threads load their code and the database connections open and warm before the first request.
+  const [, database] = await Promise.all([render.warm(), warmPool(db)]);
+  if (!database.warmed) logger.warn('not every database connection could be opened and warmed before taking requests; they open on demand');
   const api = createApi({
     config, db, redis, queues, logger, apiKeys, render,
     limiter: rateLimiting.limiter,

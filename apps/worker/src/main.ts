@@ -3,7 +3,7 @@ import { SecretBox } from '@gatehook/core/encryption';
 import { createLogger } from '@gatehook/core/logger';
 import { runService, type RunningService } from '@gatehook/core/service';
 import { startTracing } from '@gatehook/core/tracing';
-import { createDb } from '@gatehook/db/client';
+import { createDb, warmPool } from '@gatehook/db/client';
 import { loadConfig } from './env';
 import { startEngine } from './engine';
 import { createWorkerServer } from './http';
@@ -16,6 +16,8 @@ async function main(): Promise<RunningService> {
   if (tracing.enabled) logger.info({ traces: tracing.target }, 'exporting traces');
 
   const db = createDb(config.DATABASE_URL);
+  // Its connections open and warm before the engine takes its first job.
+  if (!(await warmPool(db)).warmed) logger.warn('not every database connection could be opened and warmed before taking jobs; they open on demand');
 
   const engine = await startEngine({ config, db, box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY), logger });
   const server = createWorkerServer({

@@ -1,5 +1,8 @@
 import type { Pool, PoolClient } from 'pg';
 import { guard } from './delivery/status';
+import { uuidV7Floor, uuidV7Time } from './uuid-v7';
+
+export { uuidV7Floor, uuidV7Time } from './uuid-v7';
 
 /**
  * Upkeep of the time-partitioned history (docs/database.md, "Partitioned history"): `deliveries` and
@@ -87,17 +90,6 @@ export function periodEnd(ms: number, width: PartitionWidth): number {
 /** How far ahead partitions exist: a week, or two partitions when they are wider. */
 export function defaultAheadMs(width: PartitionWidth): number {
   return Math.max(7 * DAY, 2 * (periodEnd(0, width) - periodStart(0, width)));
-}
-
-/** The lowest UUIDv7 of an instant: its Unix milliseconds in the first 48 bits, every other bit zero. */
-export function uuidV7Floor(ms: number): string {
-  const hex = Math.floor(ms).toString(16).padStart(12, '0');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
-}
-
-/** The instant in the first 48 bits of a UUID (the creation time of a UUIDv7). */
-export function uuidV7Time(uuid: string): number {
-  return parseInt(uuid.replace(/-/g, '').slice(0, 12), 16);
 }
 
 /** A partition's name: `<table>_p<YYYYMMDD>` for a start at midnight UTC, `..._p<YYYYMMDDHH>` otherwise. */
