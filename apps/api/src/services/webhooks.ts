@@ -14,7 +14,7 @@ import { deleteWebhook as deleteWebhookRow, insertWebhook, lockWebhook, rotateWe
 import { checkDestinationUrl, type CidrList, type HostLookup } from '@gatehook/egress/address-policy';
 import { inspectClientCertificate, type ClientCertificate } from '@gatehook/egress/client-certificate';
 import { auditFields, type Actor } from '../http/actor';
-import { afterCursor, decodeCursor, page } from '../http/pagination';
+import { byCreatedAt, listPage } from '../http/pagination';
 import { auditedChange, type CommitHooks } from './commit-hooks';
 import { authChange, authChanged, authColumns, authData, authorizationHeaderIssues, checkTokenUrl, storedAuthColumns } from './webhook-auth';
 import { webhookAuthView } from '@gatehook/core/webhook-auth';
@@ -203,18 +203,12 @@ export interface ListQuery {
 
 /** GET /webhooks: newest first, cursor-paginated. */
 export async function listWebhooks(deps: WebhookDeps, orgId: string, query: ListQuery): Promise<{ items: WebhookView[]; next_cursor: string | null }> {
-  const cursor = decodeCursor(query.cursor);
-  const rows = await deps.db.webhook.findMany({
-    where: {
-      orgId,
-      ...(query.status ? { status: query.status } : {}),
-      ...afterCursor(cursor),
-    },
-    orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-    take: query.limit + 1,
-  });
-  const { items, nextCursor } = page(rows, query.limit);
-  return { items: items.map(toWebhookView), next_cursor: nextCursor };
+  return listPage(
+    query,
+    byCreatedAt('desc'),
+    ({ where, ...page }) => deps.db.webhook.findMany({ where: { orgId, ...(query.status ? { status: query.status } : {}), ...where }, ...page }),
+    (rows) => rows.map(toWebhookView),
+  );
 }
 
 /** GET /webhooks/{id}: another organisation's webhook is the same 404 as a missing one. */
