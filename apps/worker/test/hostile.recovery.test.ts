@@ -10,7 +10,7 @@ import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 import { until } from '@gatehook/testkit/until';
 import { reconcileOnce } from '@gatehook/worker/reconciler';
 
-// Hostile input against the recovery machinery (issue 12): work that keeps failing is parked and visible instead of
+// Hostile input against the recovery machinery: work that keeps failing is parked and visible instead of
 // retried without end, one poisoned event fails only itself, and the reconciler never stacks jobs for a delivery
 // that waits on a busy origin. Short reconciler graces, so that its rounds come every half second.
 jest.setTimeout(60_000);
