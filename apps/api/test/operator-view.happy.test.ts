@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { createTestOrg } from '@gatehook/testkit/api';
-import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { auditEvent, useStack } from '@gatehook/testkit/stack';
 
 // Values whose escaping matters: quotes, backslashes, markup, non-ASCII, control characters and line breaks.
 const TOKEN = 'tök"en\\<b>&amp;\n✓\u0001/end';
@@ -21,13 +21,7 @@ const TEMPLATE =
   '{"id": {{ json .ID }}, "token": {{ json .Vars.TOKEN }}, "quoted": {{ printf "%+q" .Vars.QUOTED }},' +
   ' "text": {{ printf "routing %s for %s" .Vars.ROUTING (escape .ActorDisplayName) | json }}, "actor": {{ json .ActorDisplayName }}}';
 
-let stack: Stack;
-beforeAll(async () => {
-  stack = await startStack();
-});
-afterAll(async () => {
-  await stack.close();
-});
+const stack = useStack();
 
 const call = (method: string, path: string, key = stack.org.admin) => stack.api.call(method, path, { key });
 

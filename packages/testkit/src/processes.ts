@@ -7,6 +7,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { Client } from 'pg';
 import { SERVICE_NODE_FLAGS } from '@gatehook/core/service';
+import { waitFor } from './until';
 
 const root = path.resolve(__dirname, '../../..');
 
@@ -20,12 +21,9 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+// Waits for a process to answer; an error from the check means not yet.
 async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`${what} did not come up within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitFor(() => check().catch(() => false), { timeoutMs, everyMs: 100, what: `${what} coming up` });
 }
 
 /** A private Redis server (no persistence), so a test may FLUSHALL or restart it without touching other tests. */
