@@ -15,7 +15,10 @@ import { load } from './ratelimit';
 
 const BATCH = 100;
 const BATCH_CLIENTS = 8;
-/** Concurrent INSERTs of the reference: the API's group commit has at most 2 in flight (packages/delivery/src/ingest.ts). */
+/**
+ * Concurrent INSERTs of the reference: the API's group commit has at most 2 in flight
+ * (packages/delivery/src/ingest.ts).
+ */
 const INSERT_CALLERS = 2;
 const SINGLE_CLIENTS = 32;
 

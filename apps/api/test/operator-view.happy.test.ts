@@ -10,7 +10,9 @@ const HEADER_VALUE = 'Bearer h"dr\\<x>&é';
 // Printed with printf "%+q": every non-ASCII character as \uXXXX (valid JSON for characters of the BMP).
 const QUOTED = 'qü"ö\\<t>&\tß';
 
-/** The forms a value takes in a body: as it is, in JSON, and quoted ASCII-only (printf "%+q"), in either case of hex. */
+/**
+ * The forms a value takes in a body: as it is, in JSON, and quoted ASCII-only (printf "%+q"), in either case of hex.
+ */
 function forms(value: string): string[] {
   const inner = (quoted: string) => quoted.slice(1, -1);
   const asciiOnly = JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);

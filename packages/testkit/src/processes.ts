@@ -184,7 +184,8 @@ export async function startServiceProcess(app: 'api' | 'worker', env: Record<str
   const child: ChildProcess = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...extraNodeFlags(), '--import', 'tsx', path.join(root, `apps/${app}/src/main.ts`)], {
     cwd: root,
     env: { ...process.env, ...env, [app === 'api' ? 'PORT' : 'WORKER_PORT']: String(port), ...(app === 'api' ? { GRPC_PORT: String(grpcPort) } : {}), LOG_LEVEL: env.LOG_LEVEL ?? 'warn' },
-    // GATEHOOK_TEST_SERVICE_LOGS=1 shows the services' logs (LOG_LEVEL, warn by default) when a scenario needs looking into.
+    // GATEHOOK_TEST_SERVICE_LOGS=1 shows the services' logs (LOG_LEVEL, warn by default) when a scenario needs looking
+    // into.
     stdio: ['ignore', process.env.GATEHOOK_TEST_SERVICE_LOGS ? 'inherit' : 'ignore', 'inherit'],
   });
   const exited = once(child, 'exit');

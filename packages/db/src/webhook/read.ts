@@ -68,7 +68,10 @@ export async function loadOrgWebhookVersions(pool: Pool, orgId: string): Promise
   return rows;
 }
 
-/** These webhooks of an organisation in full, each with the version of the row read (it may be newer than one listed before). */
+/**
+ * These webhooks of an organisation in full, each with the version of the row read (it may be newer than one listed
+ * before).
+ */
 export async function loadWebhookVersions(pool: Pool, orgId: string, ids: readonly string[]): Promise<{ webhook: StoredWebhook; version: string }[]> {
   const { rows } = await pool.query<Row & { version: string }>({
     name: 'load_webhook_versions',
