@@ -3,10 +3,9 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { InvalidationBus } from '@gatehook/cache/invalidation';
 import { SecretBox } from '@gatehook/core/encryption';
-import { createLogger } from '@gatehook/core/logger';
 import { connectRedis, redisTarget } from '@gatehook/core/redis';
 import { runService, type RunningService, closeRedis } from '@gatehook/core/service';
-import { startTracing } from '@gatehook/core/tracing';
+import { bootService } from '@gatehook/core/service-boot';
 import { createDb, warmPool } from '@gatehook/db/client';
 import { DeliveryQueues } from '@gatehook/delivery/jobs';
 import { RenderPool } from '@gatehook/delivery/render/pool';
@@ -21,11 +20,7 @@ import { loadConfig } from './env';
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
 async function main(): Promise<RunningService> {
-  const config = loadConfig();
-  const logger = createLogger({ name: 'gatehook-api', level: config.LOG_LEVEL });
-  for (const warning of config.startupWarnings) logger.warn(warning);
-  const tracing = await startTracing(config, 'gatehook-api', logger);
-  if (tracing.enabled) logger.info({ traces: tracing.target }, 'exporting traces');
+  const { config, logger, tracing } = await bootService('gatehook-api', loadConfig);
 
   const db = createDb(config.DATABASE_URL);
   const target = redisTarget(config);

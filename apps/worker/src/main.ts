@@ -1,19 +1,14 @@
 import { once } from 'node:events';
 import { SecretBox } from '@gatehook/core/encryption';
-import { createLogger } from '@gatehook/core/logger';
 import { runService, type RunningService } from '@gatehook/core/service';
-import { startTracing } from '@gatehook/core/tracing';
+import { bootService } from '@gatehook/core/service-boot';
 import { createDb, warmPool } from '@gatehook/db/client';
 import { loadConfig } from './env';
 import { startEngine } from './engine';
 import { createWorkerServer } from './http';
 
 async function main(): Promise<RunningService> {
-  const config = loadConfig();
-  const logger = createLogger({ name: 'gatehook-worker', level: config.LOG_LEVEL });
-  for (const warning of config.startupWarnings) logger.warn(warning);
-  const tracing = await startTracing(config, 'gatehook-worker', logger);
-  if (tracing.enabled) logger.info({ traces: tracing.target }, 'exporting traces');
+  const { config, logger, tracing } = await bootService('gatehook-worker', loadConfig);
 
   const db = createDb(config.DATABASE_URL);
   // Its connections open and warm before the engine takes its first job.

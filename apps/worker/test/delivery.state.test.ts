@@ -2,16 +2,9 @@ import { createHmac } from 'node:crypto';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { createTestOrg } from '@gatehook/testkit/api';
 import { COMPRESS_FROM_LENGTH } from '@gatehook/delivery/render/stored-body';
-import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { auditEvent, startStack, useStack } from '@gatehook/testkit/stack';
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack({ DELIVERY_RETRY_SCHEDULE: '0,0.3,0.3,0.3,0.3,0.3,0.3,0.3' });
-});
-afterAll(async () => {
-  await stack.close();
-});
+const stack = useStack({ DELIVERY_RETRY_SCHEDULE: '0,0.3,0.3,0.3,0.3,0.3,0.3,0.3' });
 
 const call = (method: string, path: string) => stack.api.call(method, path, { key: stack.org.admin });
 

@@ -8,7 +8,8 @@ export { uuidV7Floor, uuidV7Time } from './uuid-v7';
  * Upkeep of the time-partitioned history (docs/database.md, "Partitioned history"): `deliveries` and
  * `delivery_attempts` are partitioned by UUIDv7 ranges of the delivery id (an id range is a time range), `audit_events`
  * by `received_at`. The worker creates partitions ahead ({@link ensurePartitions}), drops whole partitions past the
- * retention ({@link dropExpiredPartitions}) and sweeps the DEFAULT partitions row by row ({@link sweepDefaultPartitions}).
+ * retention ({@link dropExpiredPartitions}) and sweeps the DEFAULT partitions row by row ({@link
+ * sweepDefaultPartitions}).
  */
 
 /** Width of one partition (`HISTORY_PARTITION`); bounds are UTC, weeks start on Monday. */
@@ -238,7 +239,8 @@ async function createPartition(client: PoolClient, t: HistoryTable, name: string
     await client.query(`CREATE TABLE ${table} (LIKE ${parent} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)${storage}`);
     await client.query(`ALTER TABLE ${table} ADD CONSTRAINT ${bounds} CHECK (${key} IS NOT NULL AND ${key} >= '${lo}' AND ${key} < '${hi}')`);
     await client.query(`LOCK TABLE ${def} IN ACCESS EXCLUSIVE MODE`);
-    // Rows wait in the DEFAULT partition for this range only after a long upkeep outage: usually an index probe finds none.
+    // Rows wait in the DEFAULT partition for this range only after a long upkeep outage: usually an index probe finds
+    // none.
     await client.query(
       `WITH moved AS (DELETE FROM ${def} WHERE ${key} >= $1 AND ${key} < $2 RETURNING *) INSERT INTO ${table} SELECT * FROM moved`,
       [lo, hi],
