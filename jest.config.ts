@@ -22,8 +22,8 @@ const common: Project = {
  * The suites that run a second time on a 3-master Redis Cluster (CONTRACT 16): the delivery suites whose work goes
  * through the queues in ways a cluster changes (fan-out, batching, retries and their outcomes, state changes, the
  * local path and its recall, per-webhook pacing in Redis), recover and replay tasks, rate limit checks (HTTP and gRPC,
- * in one process and across two) and management throttling on the shared store, the redis counter store, the reconciler, and the cluster's own tests (periodic
- * work, watchdog, readiness). The delivery suites about what happens inside one process (templates, egress, fair
+ * in one process and across two) and management throttling on the shared store, the redis counter store, the
+ * reconciler, and the cluster's own tests (periodic work, watchdog, readiness). The delivery suites about what happens inside one process (templates, egress, fair
  * scheduling, a URL's origin change) run once: a cluster changes nothing they test.
  */
 export const CLUSTER_SUITES = [

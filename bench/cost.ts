@@ -27,7 +27,8 @@ const POSTGRES_SERVER_PROCESSES = ['walwriter', 'checkpointer', 'background writ
 
 /**
  * CPU ms so far of each Postgres process that works for `db`'s database, by pid: its backends (the service's
- * connections, autovacuum workers, the bench's own) and the server's own processes. Backends of other databases on the same server
+ * connections, autovacuum workers, the bench's own) and the server's own processes. Backends of other databases on the
+ * same server
  * are left out: on a shared server they come and go (a process that exits takes its CPU time out of any sum over
  * all of them) and their work is not the stack's.
  */

@@ -80,8 +80,8 @@ export const hangWindowSeconds = (seconds: number) => Math.max(seconds, Math.cei
 const NDJSON_MAX_EVENTS = 100;
 /**
  * A throughput run warms up until fan-out and delivery (and a fresh worker's JIT) have reached steady state: a
- * fresh worker delivering `single` at saturation ramps up for about 5 s on this machine (per second: 409, 891,
- * 1,067, 1,183, 1,440, then 1,456 to 1,710 with its CPU per delivery settled), so 3 s measured the ramp.
+ * fresh worker delivering `single` at saturation takes seconds to ramp up to its settled rate and CPU per delivery,
+ * so a short warm-up would measure the ramp.
  */
 const throughputWarmupMs = (seconds: number) => Math.max(8000, seconds * 1000);
 /** A latency run warms up at its rate, then waits until every warm-up event has arrived. */

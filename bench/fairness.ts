@@ -76,7 +76,10 @@ function steadyLoad(rate: number, fire: () => Promise<unknown>): { stop(): Promi
   };
 }
 
-/** Org B's ingest → receiver latencies (ms, ascending) over `seconds`; `fromNow` skips the warm-up, so the window starts with A's load. */
+/**
+ * Org B's ingest → receiver latencies (ms, ascending) over `seconds`; `fromNow` skips the warm-up, so the window starts
+ * with A's load.
+ */
 type MeasureB = (seconds: number, fromNow?: boolean) => Promise<Latencies>;
 
 /** B's p50 and p99 with and without a load, as figures with the gain in a note. */

@@ -1,6 +1,7 @@
 // A lean HTTP load generator run as its own process (so it does not share an event loop with anything it
 // measures): keep-alive connections, one request in flight per connection, in the shapes of ./load-loop.ts.
-// Input: one JSON document on stdin; output: one JSON line {requests, errors, seconds, perSecond, latenciesMs: {p50, p99, max}}.
+// Input: one JSON document on stdin; output: one JSON line {requests, errors, seconds, perSecond, latenciesMs: {p50,
+// p99, max}}.
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { runLoad, type LoadShape } from './load-loop';

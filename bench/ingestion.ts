@@ -3,7 +3,7 @@
 // with the API. Two shapes, as a gateway sends them:
 //  - 100-event requests from 8 clients: events/s and p99, next to the same multi-row INSERT (the outbox's own
 //    statement, packages/db/src/outbox.ts) issued straight to Postgres by 2 callers (the API's group commit keeps
-//    2 statements in flight; more concurrent inserters slow each other down on this machine), without HTTP, auth
+//    2 statements in flight; more concurrent inserters slow each other down on a small machine), without HTTP, auth
 //    or validation: the storage floor of the same work;
 //  - single-event requests from 32 clients: requests/s and p99, next to GET /healthz from 32 clients.
 import { randomUUID } from 'node:crypto';
@@ -15,7 +15,10 @@ import { load } from './ratelimit';
 
 const BATCH = 100;
 const BATCH_CLIENTS = 8;
-/** Concurrent INSERTs of the reference: the API's group commit has at most 2 in flight (packages/delivery/src/ingest.ts). */
+/**
+ * Concurrent INSERTs of the reference: the API's group commit has at most 2 in flight
+ * (packages/delivery/src/ingest.ts).
+ */
 const INSERT_CALLERS = 2;
 const SINGLE_CLIENTS = 32;
 

@@ -26,7 +26,10 @@ export function opsPerSecond(fn: () => unknown, seconds: number): number {
   return Math.round((ops / (performance.now() - started)) * 1000);
 }
 
-/** Calls `fn` with `inFlight` calls at a time, each starting once the one before it ended, until `until` (a performance.now()); resolves to the calls made. */
+/**
+ * Calls `fn` with `inFlight` calls at a time, each starting once the one before it ended, until `until` (a
+ * performance.now()); resolves to the calls made.
+ */
 export async function callsUntil(fn: () => Promise<unknown>, until: number, inFlight: number): Promise<number> {
   let calls = 0;
   await Promise.all(

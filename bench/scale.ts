@@ -1,4 +1,4 @@
-// Scale figures (issue 24): end-to-end deliveries/s with 1, 2 and 4 worker PROCESSES, on one Redis and on a
+// Scale figures: end-to-end deliveries/s with 1, 2 and 4 worker PROCESSES, on one Redis and on a
 // 3-master Redis Cluster (no replicas) started here, in the same run. Each topology is a stack of its own (fresh
 // database, one API process, real worker processes started as `pnpm start:worker` starts them) at the service's
 // defaults: the only settings are those a test deployment must set (addresses, REDIS_CLUSTER_NODES for the

@@ -5,7 +5,8 @@
 //  - per event: a double `range` over a list the event's payload carries, with `json` of a 16 KiB string of the
 //    payload inside: n² × 16 KiB of escaping for a list of n, and nothing for the sample event, which has no list;
 //  - per test send: a triple `range` over the webhook's n variables with `json` of all of them inside (n⁴ × 4 KiB),
-//    only when the event is `webhook.test` (the save-time sample is the first subscribed action, so it never takes that branch).
+//    only when the event is `webhook.test` (the save-time sample is the first subscribed action, so it never takes
+//    that branch).
 import type { AuditEventData } from '@gatehook/delivery/render/envelope';
 import { checkPayloadTemplate, renderWithTemplate, type TemplateCheck } from '@gatehook/delivery/render/payload-template';
 

@@ -1,5 +1,5 @@
-// One figures table (as in bench/HISTORY.md) from several `pnpm bench` results (bench/results/*.json): per figure, the range of
-// its value and of its ratio to the in-run reference over the runs, and the last run's reference.
+// One figures table (as in bench/HISTORY.md) from several `pnpm bench` results (bench/results/*.json): per figure,
+// the range of its value and of its ratio to the in-run reference over the runs, and the last run's reference.
 //   tsx bench/table.ts bench/results/run-1.json bench/results/run-2.json bench/results/run-3.json
 import { readFileSync } from 'node:fs';
 import type { Figure } from './measure';

@@ -3,11 +3,10 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { InvalidationBus } from '@gatehook/cache/invalidation';
 import { SecretBox } from '@gatehook/core/encryption';
-import { createLogger } from '@gatehook/core/logger';
 import { connectRedis, redisTarget } from '@gatehook/core/redis';
 import { runService, type RunningService, closeRedis } from '@gatehook/core/service';
-import { startTracing } from '@gatehook/core/tracing';
-import { createDb } from '@gatehook/db/client';
+import { bootService } from '@gatehook/core/service-boot';
+import { createDb, warmPool } from '@gatehook/db/client';
 import { DeliveryQueues } from '@gatehook/delivery';
 import { RenderPool } from '@gatehook/delivery/render/pool';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
@@ -21,11 +20,7 @@ import { loadConfig } from './env';
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
 async function main(): Promise<RunningService> {
-  const config = loadConfig();
-  const logger = createLogger({ name: 'gatehook-api', level: config.LOG_LEVEL });
-  for (const warning of config.startupWarnings) logger.warn(warning);
-  const tracing = await startTracing(config, 'gatehook-api', logger);
-  if (tracing.enabled) logger.info({ traces: tracing.target }, 'exporting traces');
+  const { config, logger, tracing } = await bootService('gatehook-api', loadConfig);
 
   const db = createDb(config.DATABASE_URL);
   const target = redisTarget(config);
@@ -46,7 +41,9 @@ async function main(): Promise<RunningService> {
     threads: config.API_RENDER_THREADS,
     onError: (error) => logger.error({ err: error.message }, 'a render thread failed outside a task'),
   });
-  await render.warm();
+  // The render threads load their code and the database connections open and warm before the first request.
+  const [, database] = await Promise.all([render.warm(), warmPool(db)]);
+  if (!database.warmed) logger.warn('not every database connection could be opened and warmed before taking requests; they open on demand');
   const api = createApi({
     config, db, redis, queues, logger, apiKeys, render,
     limiter: rateLimiting.limiter,

@@ -130,7 +130,10 @@ function numberText(rng: Rng): string {
   return String(rng.chance(0.5) ? rng.int(-1e9, 1e9) : (rng.next() - 0.5) * 10 ** rng.int(-10, 30));
 }
 
-/** A random JSON value of the given type as raw text; objects draw their keys from `keys` (the route's fields) and odd ones. */
+/**
+ * A random JSON value of the given type as raw text; objects draw their keys from `keys` (the route's fields) and odd
+ * ones.
+ */
 function jsonText(rng: Rng, type: JsonType, keys: readonly string[], depth = 0): string {
   switch (type) {
     case 'null':
@@ -299,7 +302,8 @@ function casesFor(route: FuzzRoute, valid: Json): FuzzCase[] {
       case 'content-encoding': {
         const encoding = rng.pick(CONTENT_ENCODINGS);
         const text = Buffer.from(rng.chance(0.5) ? JSON.stringify(valid) : anyJsonText(rng, keys), 'utf8');
-        // Half the time the body really is compressed the way the header says (a malformed value inside), half not at all.
+        // Half the time the body really is compressed the way the header says (a malformed value inside), half not at
+        // all.
         const compress = rng.chance(0.5);
         const body = !compress ? text : encoding === 'gzip' ? gzipSync(text) : encoding === 'deflate' ? deflateSync(text) : encoding === 'br' ? brotliCompressSync(text) : text;
         return json(body, { 'content-encoding': encoding });
@@ -636,7 +640,8 @@ const event = (fields: string) => `{"action":"gateway.tool.error","actor_type":"
 
 const KNOWN_BUGS: KnownBug[] = [
   // BUG 1. A Content-Encoding (gzip, deflate or br, any case) that the bytes do not match: body-parser turns zlib's
-  // error into a 400 error without a `type` (read.js: createError(400, error)), fromParserError in apps/api/src/http/errors.ts does not know it, and
+  // error into a 400 error without a `type` (read.js: createError(400, error)), fromParserError in
+  // apps/api/src/http/errors.ts does not know it, and
   // it leaves as 500 internal. Every route, since express.json runs before routing.
   {
     bug: 'content-encoding gzip on a body that is not gzip',

@@ -1,4 +1,4 @@
-// Hostile input at the API (issue 12): each case asserts the answer (a 4xx in the contract's shape, never a
+// Hostile input at the API: each case asserts the answer (a 4xx in the contract's shape, never a
 // stall or a 5xx) and that /healthz keeps answering within a second while the request is processed. The API runs
 // in this process, so a blocked event loop shows up directly as a slow /healthz.
 

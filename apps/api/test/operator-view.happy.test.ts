@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { createTestOrg } from '@gatehook/testkit/api';
-import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { auditEvent, useStack } from '@gatehook/testkit/stack';
 
 // Values whose escaping matters: quotes, backslashes, markup, non-ASCII, control characters and line breaks.
 const TOKEN = 'tök"en\\<b>&amp;\n✓\u0001/end';
@@ -10,7 +10,9 @@ const HEADER_VALUE = 'Bearer h"dr\\<x>&é';
 // Printed with printf "%+q": every non-ASCII character as \uXXXX (valid JSON for characters of the BMP).
 const QUOTED = 'qü"ö\\<t>&\tß';
 
-/** The forms a value takes in a body: as it is, in JSON, and quoted ASCII-only (printf "%+q"), in either case of hex. */
+/**
+ * The forms a value takes in a body: as it is, in JSON, and quoted ASCII-only (printf "%+q"), in either case of hex.
+ */
 function forms(value: string): string[] {
   const inner = (quoted: string) => quoted.slice(1, -1);
   const asciiOnly = JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
@@ -21,13 +23,7 @@ const TEMPLATE =
   '{"id": {{ json .ID }}, "token": {{ json .Vars.TOKEN }}, "quoted": {{ printf "%+q" .Vars.QUOTED }},' +
   ' "text": {{ printf "routing %s for %s" .Vars.ROUTING (escape .ActorDisplayName) | json }}, "actor": {{ json .ActorDisplayName }}}';
 
-let stack: Stack;
-beforeAll(async () => {
-  stack = await startStack();
-});
-afterAll(async () => {
-  await stack.close();
-});
+const stack = useStack();
 
 const call = (method: string, path: string, key = stack.org.admin) => stack.api.call(method, path, { key });
 

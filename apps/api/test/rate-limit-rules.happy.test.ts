@@ -3,6 +3,7 @@ import { invalidationChannel } from '@gatehook/cache/invalidation';
 import { RULES_TOPIC } from '@gatehook/ratelimit/rule-cache';
 import { Redis } from 'ioredis';
 import { createTestOrg, startTestApi, type TestApi, type TestOrg } from '@gatehook/testkit/api';
+import { waitFor } from '@gatehook/testkit/until';
 
 let api: TestApi;
 let org: TestOrg;
@@ -37,14 +38,6 @@ async function create(body: Record<string, unknown> = base, key = org.admin) {
 
 async function auditEvents(resourceId: string) {
   return api.db.auditEvent.findMany({ where: { orgId: org.orgId, resourceId }, orderBy: { receivedAt: 'asc' } });
-}
-
-async function until(condition: () => boolean, timeoutMs = 2000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 describe('POST /rate-limits/rules', () => {
@@ -300,19 +293,19 @@ describe('rule changes are announced on the invalidation channel', () => {
       const expected = (n: number) => Array.from({ length: n }, () => ({ channel, message: org.orgId }));
 
       const created = await create();
-      await until(() => messages.length >= 1);
+      await waitFor(() => messages.length >= 1, { timeoutMs: 2000, everyMs: 10 });
       expect(messages).toEqual(expected(1));
 
       // Redis delivers in publish order: had the no-op published, its message would arrive before the next one.
       expect((await api.call('PATCH', `/rate-limits/rules/${created.id}`, { key: org.admin, body: { limit: 10 } })).status).toBe(200);
       expect((await api.call('PATCH', `/rate-limits/rules/${created.id}`, { key: org.admin, body: { limit: 11 } })).status).toBe(200);
-      await until(() => messages.length >= 2);
+      await waitFor(() => messages.length >= 2, { timeoutMs: 2000, everyMs: 10 });
 
       // Neither a rejected change nor a read announces anything.
       expect((await api.call('PATCH', `/rate-limits/rules/${created.id}`, { key: org.admin, body: { burst: 12 } })).status).toBe(422);
       expect((await api.call('GET', `/rate-limits/rules/${created.id}`, { key: org.admin })).status).toBe(200);
       expect((await api.call('DELETE', `/rate-limits/rules/${created.id}`, { key: org.admin })).status).toBe(204);
-      await until(() => messages.length >= 3);
+      await waitFor(() => messages.length >= 3, { timeoutMs: 2000, everyMs: 10 });
       await new Promise((resolve) => setTimeout(resolve, 50));
       expect(messages).toEqual(expected(3));
     } finally {

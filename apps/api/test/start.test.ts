@@ -5,21 +5,16 @@ import path from 'node:path';
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { freePort } from '@gatehook/testkit/processes';
+import { waitFor } from '@gatehook/testkit/until';
 
 const root = path.resolve(__dirname, '../../..');
 
-async function waitFor(url: string, deadline: number): Promise<Response> {
-  for (;;) {
-    try {
-      const response = await fetch(url);
-      if (response.ok) return response;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`${url} did not answer in time`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+// Not listening yet, or not ready yet: try again.
+const answer = (url: string, deadline: number) =>
+  waitFor(async () => {
+    const response = await fetch(url).catch(() => undefined);
+    return response?.ok ? response : undefined;
+  }, { timeoutMs: Math.max(0, deadline - Date.now()), everyMs: 200, what: url });
 
 describe('pnpm start', () => {
   it('migrates, then serves the API and a worker, and stops both on SIGTERM', async () => {
@@ -45,10 +40,10 @@ describe('pnpm start', () => {
     child.stderr!.on('data', (chunk) => (stderr += chunk));
     try {
       const deadline = Date.now() + 45_000;
-      await waitFor(`http://127.0.0.1:${apiPort}/healthz`, deadline);
-      await waitFor(`http://127.0.0.1:${workerPort}/healthz`, deadline);
-      expect(await (await waitFor(`http://127.0.0.1:${apiPort}/readyz`, deadline)).json()).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
-      expect(await (await waitFor(`http://127.0.0.1:${workerPort}/readyz`, deadline)).json()).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
+      await answer(`http://127.0.0.1:${apiPort}/healthz`, deadline);
+      await answer(`http://127.0.0.1:${workerPort}/healthz`, deadline);
+      expect(await (await answer(`http://127.0.0.1:${apiPort}/readyz`, deadline)).json()).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
+      expect(await (await answer(`http://127.0.0.1:${workerPort}/readyz`, deadline)).json()).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
       expect(stderr).toMatch(/migrations: \d+ applied, \d+ already applied/);
     } finally {
       process.kill(-child.pid!, 'SIGTERM');

@@ -22,7 +22,10 @@ async function createWebhook(): Promise<string> {
   return r.body.id;
 }
 
-/** A delivery created at `createdAt` in `status`, with attempts of the given durations: the first then, each next an hour later. */
+/**
+ * A delivery created at `createdAt` in `status`, with attempts of the given durations: the first then, each next an
+ * hour later.
+ */
 async function delivery(webhookId: string, createdAt: Date, status: 'pending' | 'retrying' | 'succeeded' | 'failed', durations: number[]) {
   const id = randomUUID();
   await api.db.delivery.create({
@@ -55,7 +58,8 @@ describe('GET /webhooks/{id}/stats', () => {
     const buckets = r.body.buckets;
     expect(buckets).toHaveLength(24);
     expect(buckets.map((b: { start: string }) => b.start)).toEqual(Array.from({ length: 24 }, (_, i) => new Date(thisHour - (23 - i) * HOUR).toISOString()));
-    // Attempts by hour: 2 h ago 10, 20, 50; 1 h ago 30, 60; this hour 40, 100. Percentiles interpolate (percentile_cont).
+    // Attempts by hour: 2 h ago 10, 20, 50; 1 h ago 30, 60; this hour 40, 100. Percentiles interpolate
+    // (percentile_cont).
     expect(buckets[21]).toEqual({ start: at(2, 0).toISOString(), deliveries: 3, succeeded: 1, failed: 1, attempts: 3, p50_ms: 20, p99_ms: 49 });
     expect(buckets[22]).toEqual({ start: at(1, 0).toISOString(), deliveries: 0, succeeded: 0, failed: 0, attempts: 2, p50_ms: 45, p99_ms: 60 });
     expect(buckets[23]).toEqual({ start: at(0, 0).toISOString(), deliveries: 2, succeeded: 1, failed: 0, attempts: 2, p50_ms: 70, p99_ms: 99 });

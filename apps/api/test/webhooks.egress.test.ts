@@ -2,7 +2,7 @@ import { SecretBox } from '@gatehook/core/encryption';
 import { sqlPool } from '@gatehook/db/client';
 import { createTestOrg, startTestApi, type TestApi, type TestOrg } from '@gatehook/testkit/api';
 import { createClientCa, selfSignedWithKey } from '@gatehook/testkit/pki';
-import { warnExpiringClientCertificates } from '@gatehook/db/webhooks';
+import { warnExpiringClientCertificates } from '@gatehook/db/webhook/certificate';
 import { CLIENT_CERTIFICATE_WARNING_DAYS } from '@gatehook/egress/client-certificate';
 import { X509Certificate } from 'node:crypto';
 import { testLookup } from './lookup';

@@ -43,3 +43,29 @@ export async function axeViolations(page: Page): Promise<{ id: string; impact: s
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) }));
 }
+
+/** Opens the console at `baseUrl` and signs in with `key` (the sign-in may be refused: nothing is awaited after it). */
+export async function signIn(page: Page, baseUrl: string, key: string): Promise<void> {
+  await page.goto(`${baseUrl}/console/`);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+}
+
+/**
+ * A page of a browser context of its own (1280×900), signed in to the console with the organisation's admin key and
+ * showing the webhook list. `bypassCSP` (the default) only lets the axe-core script be injected; the console itself
+ * runs under its CSP. `watch` sees the page before it loads anything (request listeners).
+ */
+export async function signedInPage(
+  browser: Browser,
+  stack: { api: { baseUrl: string }; org: { admin: string } },
+  options: { timeoutMs?: number; bypassCSP?: boolean; watch?: (page: Page) => void } = {},
+): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...(options.bypassCSP === false ? {} : { bypassCSP: true }) });
+  context.setDefaultTimeout(options.timeoutMs ?? 8000);
+  const page = await context.newPage();
+  options.watch?.(page);
+  await signIn(page, stack.api.baseUrl, stack.org.admin);
+  await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
+  return page;
+}

@@ -1,7 +1,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { startStack, type Stack } from '@gatehook/testkit/stack';
 import type { TestReceiver } from '@gatehook/testkit/receiver';
-import { ensureConsoleBuilt, launch } from './browser';
+import { ensureConsoleBuilt, launch, signIn } from './browser';
 
 // The console in an organisation of 1,000 webhooks and 100,000 deliveries: every screen holds one API page, moves
 // by cursor, and never asks the API for the whole of anything. Asserted by what the browser holds and requests,
@@ -69,9 +69,7 @@ afterAll(async () => {
 const rows = () => page.locator('tbody tr').count();
 
 it('lists 1,000 webhooks one page of 50 at a time, forwards and back', async () => {
-  await page.goto(`${stack.api.baseUrl}/console/`);
-  await page.getByLabel('API key').fill(stack.org.admin);
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await signIn(page, stack.api.baseUrl, stack.org.admin);
   await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
   // Newest first.
   await page.getByRole('link', { name: 'hook-0999', exact: true }).waitFor();

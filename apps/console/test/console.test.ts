@@ -2,7 +2,8 @@ import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 import type { TestReceiver } from '@gatehook/testkit/receiver';
-import { axeViolations, ensureConsoleBuilt, launch, SCREENSHOTS } from './browser';
+import { axeViolations, ensureConsoleBuilt, launch, SCREENSHOTS, signIn as signInAs } from './browser';
+import { waitFor } from '@gatehook/testkit/until';
 
 // The console in Debian's Chromium against the real API, worker engine and HTTPS receivers.
 jest.setTimeout(60_000);
@@ -18,19 +19,7 @@ const offOrigin: string[] = [];
 const shot = (name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 const url = (p: string) => `${stack.api.baseUrl}/console${p}`;
 
-async function signIn(key: string) {
-  await page.goto(url('/'));
-  await page.getByLabel('API key').fill(key);
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-}
-
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const signIn = (key: string) => signInAs(page, stack.api.baseUrl, key);
 
 beforeAll(async () => {
   ensureConsoleBuilt();
@@ -130,7 +119,7 @@ it('reads the notification of a circuit-breaker disable, re-enables and retries 
   const failing = await stack.receiver(() => ({ status: 500, body: 'down' }));
   const hook = await stack.webhook(failing, { name: 'Flaky SIEM', events: ['policy.created'], destination: 'splunk' });
   await stack.ingest([auditEvent()]);
-  await until(async () => (await stack.api.call('GET', `/webhooks/${hook.id}`, { key: stack.org.admin })).body.status === 'disabled', 'circuit breaker');
+  await waitFor(async () => (await stack.api.call('GET', `/webhooks/${hook.id}`, { key: stack.org.admin })).body.status === 'disabled', { timeoutMs: 20_000, everyMs: 100, what: 'circuit breaker' });
   await stack.deliveries(hook.id, (items) => items.length > 0 && items.every((d) => d.status === 'failed'));
 
   await page.goto(url('/webhooks'));

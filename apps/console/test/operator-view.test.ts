@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
-import { axeViolations, ensureConsoleBuilt, launch, SCREENSHOTS } from './browser';
+import { axeViolations, ensureConsoleBuilt, launch, SCREENSHOTS, signedInPage } from './browser';
 
 // The operator's view in Chromium (CONTRACT 17): a webhook's hourly chart, and a delivery's request as sent.
 jest.setTimeout(60_000);
@@ -56,16 +56,13 @@ beforeAll(async () => {
   // And live deliveries through the engine: one rendered with the variable and header values in it.
   await stack.settle(await stack.ingest([auditEvent({ actor_display_name: `Ada (${API_KEY})` })]));
 
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
-  context.setDefaultTimeout(10_000);
-  page = await context.newPage();
-  page.on('request', (r) => {
-    if (!r.url().startsWith(stack.api.baseUrl) && !r.url().startsWith('data:')) offOrigin.push(r.url());
+  page = await signedInPage(browser, stack, {
+    timeoutMs: 10_000,
+    watch: (p) =>
+      p.on('request', (r) => {
+        if (!r.url().startsWith(stack.api.baseUrl) && !r.url().startsWith('data:')) offOrigin.push(r.url());
+      }),
   });
-  await page.goto(`${stack.api.baseUrl}/console/`);
-  await page.getByLabel('API key').fill(stack.org.admin);
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
 });
 
 afterAll(async () => {

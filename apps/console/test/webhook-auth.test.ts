@@ -3,7 +3,7 @@ import type { Browser, Page } from 'playwright-core';
 import { systemLookup } from '@gatehook/egress/address-policy';
 import { startStack, type Stack } from '@gatehook/testkit/stack';
 import type { TestReceiver } from '@gatehook/testkit/receiver';
-import { axeViolations, ensureConsoleBuilt, launch, SCREENSHOTS } from './browser';
+import { axeViolations, ensureConsoleBuilt, launch, SCREENSHOTS, signedInPage } from './browser';
 
 // The Microsoft Sentinel preset's OAuth 2.0 form (CONTRACT 20) in Debian's Chromium against the real API.
 jest.setTimeout(60_000);
@@ -14,7 +14,6 @@ let page: Page;
 let receiver: TestReceiver;
 const TENANT = '72f988bf-86f1-41af-91ab-2d7cd011db47';
 const CLIENT_SECRET = 'entra-client-secret~Zq8Q';
-const url = (p: string) => `${stack.api.baseUrl}/console${p}`;
 
 beforeAll(async () => {
   ensureConsoleBuilt();
@@ -22,13 +21,7 @@ beforeAll(async () => {
   // Entra's name resolves to one of its public addresses here: the test machine has no DNS for it.
   stack = await startStack({}, { lookup: async (host) => (host === 'login.microsoftonline.com' ? ['20.190.160.1'] : systemLookup(host)) });
   receiver = await stack.receiver();
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
-  context.setDefaultTimeout(8000);
-  page = await context.newPage();
-  await page.goto(url('/'));
-  await page.getByLabel('API key').fill(stack.org.admin);
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
+  page = await signedInPage(browser, stack);
 });
 
 afterAll(async () => {

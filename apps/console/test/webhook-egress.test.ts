@@ -4,7 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import { createClientCa } from '@gatehook/testkit/pki';
 import { startStack, type Stack } from '@gatehook/testkit/stack';
 import type { TestReceiver } from '@gatehook/testkit/receiver';
-import { axeViolations, ensureConsoleBuilt, launch, SCREENSHOTS } from './browser';
+import { axeViolations, ensureConsoleBuilt, launch, SCREENSHOTS, signedInPage } from './browser';
 
 // The webhook form's rate limit and client certificate (CONTRACT 18) in Debian's Chromium against the real API.
 jest.setTimeout(60_000);
@@ -17,20 +17,13 @@ let webhookId = '';
 const ca = createClientCa();
 const first = ca.issue({ commonName: 'console-first' });
 const second = ca.issue({ commonName: 'console-second' });
-const url = (p: string) => `${stack.api.baseUrl}/console${p}`;
 
 beforeAll(async () => {
   ensureConsoleBuilt();
   browser = await launch();
   stack = await startStack();
   receiver = await stack.receiver();
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
-  context.setDefaultTimeout(8000);
-  page = await context.newPage();
-  await page.goto(url('/'));
-  await page.getByLabel('API key').fill(stack.org.admin);
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
+  page = await signedInPage(browser, stack);
 });
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import type { Logger } from '@gatehook/core/logger';
 import type { Pool } from '@gatehook/db/client';
-import { warnExpiringClientCertificates } from '@gatehook/db/webhooks';
+import { warnExpiringClientCertificates } from '@gatehook/db/webhook/certificate';
 import { CLIENT_CERTIFICATE_WARNING_DAYS } from '@gatehook/egress/client-certificate';
 
 /**

@@ -1,21 +1,18 @@
 import { once } from 'node:events';
 import { SecretBox } from '@gatehook/core/encryption';
-import { createLogger } from '@gatehook/core/logger';
 import { runService, type RunningService } from '@gatehook/core/service';
-import { startTracing } from '@gatehook/core/tracing';
-import { createDb } from '@gatehook/db/client';
+import { bootService } from '@gatehook/core/service-boot';
+import { createDb, warmPool } from '@gatehook/db/client';
 import { loadConfig } from './env';
 import { startWorker } from './worker';
 import { createWorkerServer } from './http';
 
 async function main(): Promise<RunningService> {
-  const config = loadConfig();
-  const logger = createLogger({ name: 'gatehook-worker', level: config.LOG_LEVEL });
-  for (const warning of config.startupWarnings) logger.warn(warning);
-  const tracing = await startTracing(config, 'gatehook-worker', logger);
-  if (tracing.enabled) logger.info({ traces: tracing.target }, 'exporting traces');
+  const { config, logger, tracing } = await bootService('gatehook-worker', loadConfig);
 
   const db = createDb(config.DATABASE_URL);
+  // Its connections open and warm before the engine takes its first job.
+  if (!(await warmPool(db)).warmed) logger.warn('not every database connection could be opened and warmed before taking jobs; they open on demand');
 
   const engine = await startWorker({ config, db, box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY), logger });
   const server = createWorkerServer({

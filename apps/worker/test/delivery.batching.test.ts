@@ -3,16 +3,9 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { sqlPool } from '@gatehook/db/client';
 import { commitFanout } from '@gatehook/db/delivery/create';
 import { insertAuditEvents, type OutboxEvent } from '@gatehook/db/outbox';
-import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { auditEvent, useStack } from '@gatehook/testkit/stack';
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack({ BATCH_LINGER_MS: '400' });
-});
-afterAll(async () => {
-  await stack.close();
-});
+const stack = useStack({ BATCH_LINGER_MS: '400' });
 
 
 const ids = (n: number, seed: string) =>

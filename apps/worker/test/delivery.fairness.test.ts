@@ -1,5 +1,5 @@
 import { createTestOrg, type TestOrg } from '@gatehook/testkit/api';
-import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { auditEvent, useStack } from '@gatehook/testkit/stack';
 import { until } from '@gatehook/testkit/until';
 
 // CONTRACT 15, CPU: one organisation's slow but valid templates must not hold up another organisation's
@@ -10,14 +10,12 @@ const SLOW_TEMPLATE = `{"slow": true{{range .Payload.items}}${PRINTF.repeat(2)}{
 const ITEMS = Array.from({ length: 10_000 }, () => 0);
 const A_EVENTS = 10;
 
-let stack: Stack;
+const stack = useStack();
 let orgB: TestOrg;
 
 beforeAll(async () => {
-  stack = await startStack();
   orgB = await createTestOrg(stack.api.db);
 });
-afterAll(() => stack.close());
 
 it('delivers another organisation’s event while one organisation’s slow renders are still going', async () => {
   const receiverA = await stack.receiver();

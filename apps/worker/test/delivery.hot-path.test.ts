@@ -1,23 +1,12 @@
 import { sqlPool } from '@gatehook/db/client';
 import { tunables } from '@gatehook/delivery';
 import { createTestOrg } from '@gatehook/testkit/api';
-import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { auditEvent, startStack, useStack } from '@gatehook/testkit/stack';
+import { waitFor } from '@gatehook/testkit/until';
 
-let stack: Stack;
-beforeAll(async () => {
-  stack = await startStack();
-});
-afterAll(() => stack.close());
+const stack = useStack();
 
-async function until<T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+const until = <T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000) => waitFor(probe, { timeoutMs, everyMs: 10 });
 
 describe("the service's own events", () => {
   it('a webhook.created event reaches a * webhook within a second, and not the webhook it records', async () => {

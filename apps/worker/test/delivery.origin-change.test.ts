@@ -1,16 +1,9 @@
 import type { ReceivedRequest } from '@gatehook/testkit/receiver';
-import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { auditEvent, useStack } from '@gatehook/testkit/stack';
 
 // Secrets follow no URL (CONTRACT 15): a PATCH that moves a webhook to another origin needs every var and header
 // value again, and what was rendered for the old receiver never reaches the new one. Real API, worker, receivers.
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack();
-});
-afterAll(async () => {
-  await stack.close();
-});
+const stack = useStack();
 
 const call = (method: string, path: string, body?: unknown) => stack.api.call(method, path, { key: stack.org.admin, body });
 const TEMPLATE = '{"id": {{ json .ID }}, "token": {{ json .Vars.token }}}';

@@ -1,17 +1,10 @@
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
 import { generateEncryptionKey, SecretBox } from '@gatehook/core/encryption';
-import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { auditEvent, useStack } from '@gatehook/testkit/stack';
 import { until } from '@gatehook/testkit/until';
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack();
-});
-afterAll(async () => {
-  await stack.close();
-});
+const stack = useStack();
 
 
 describe('a delivered event', () => {

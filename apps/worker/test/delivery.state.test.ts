@@ -1,17 +1,10 @@
 import { createHmac } from 'node:crypto';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { createTestOrg } from '@gatehook/testkit/api';
-import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
 import { tunables } from '@gatehook/delivery';
+import { auditEvent, startStack, useStack } from '@gatehook/testkit/stack';
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack({ DELIVERY_RETRY_SCHEDULE: '0,0.3,0.3,0.3,0.3,0.3,0.3,0.3' });
-});
-afterAll(async () => {
-  await stack.close();
-});
+const stack = useStack({ DELIVERY_RETRY_SCHEDULE: '0,0.3,0.3,0.3,0.3,0.3,0.3,0.3' });
 
 const call = (method: string, path: string) => stack.api.call(method, path, { key: stack.org.admin });
 

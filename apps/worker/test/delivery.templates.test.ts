@@ -1,14 +1,7 @@
-import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { auditEvent, useStack } from '@gatehook/testkit/stack';
 import { until } from '@gatehook/testkit/until';
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack();
-});
-afterAll(async () => {
-  await stack.close();
-});
+const stack = useStack();
 
 const call = (method: string, path: string, body?: unknown) => stack.api.call(method, path, { key: stack.org.admin, body });
 const base = { name: 'hook', url: 'https://127.0.0.1:9/hook', events: ['anomaly_finding.created'] };

@@ -1,18 +1,11 @@
 import { createTestOrg, type TestOrg } from '@gatehook/testkit/api';
 import type { TestReceiver } from '@gatehook/testkit/receiver';
-import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { auditEvent, useStack } from '@gatehook/testkit/stack';
 
 // The service's defaults (no per-origin cap, DELIVERY_CONCURRENCY 50), but a timeout longer than any test here, so
 // that a request that never answers holds its slot for the whole test: whatever else is delivered meanwhile went
 // out while it hung.
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack({ DELIVERY_TIMEOUT_MS: '120000' });
-});
-afterAll(async () => {
-  await stack.close();
-});
+const stack = useStack({ DELIVERY_TIMEOUT_MS: '120000' });
 
 async function webhookOf(org: TestOrg, url: string, events: string[]): Promise<string> {
   const r = await stack.api.call('POST', '/webhooks', { key: org.admin, body: { name: 'fair', url, events } });

@@ -5,24 +5,22 @@ import { sqlPool, type Pool } from '@gatehook/db/client';
 import { DeliveryQueues, tunables, waitingJobId } from '@gatehook/delivery';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import type { TestReceiver } from '@gatehook/testkit/receiver';
-import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { auditEvent, useStack } from '@gatehook/testkit/stack';
 import { until } from '@gatehook/testkit/until';
 import { reconcileOnce } from '@gatehook/worker/reconciler';
 import { obliterate, queuedJobs } from '@gatehook/testkit/queues';
 
-// Hostile input against the recovery machinery (issue 12): work that keeps failing is parked and visible instead of
+// Hostile input against the recovery machinery: work that keeps failing is parked and visible instead of
 // retried without end, one poisoned event fails only itself, and the reconciler never stacks jobs for a delivery
 // that waits on a busy origin. Short reconciler graces, so that its rounds come every half second.
 jest.setTimeout(60_000);
 
-let stack: Stack;
+const stack = useStack({ DELIVERY_ORIGIN_CONCURRENCY: '1', DELIVERY_TIMEOUT_MS: '10000' }, { reconcilerGrace: { eventsMs: 200, deliveriesMs: 300 } });
 let pool: Pool;
 
 beforeAll(async () => {
-  stack = await startStack({ DELIVERY_ORIGIN_CONCURRENCY: '1', DELIVERY_TIMEOUT_MS: '10000' }, { reconcilerGrace: { eventsMs: 200, deliveriesMs: 300 } });
   pool = sqlPool(stack.api.db);
 });
-afterAll(() => stack.close());
 
 /**
  * Stores an event behind the API's back, as a version without today's ingestion limits could have stored it,

@@ -1,13 +1,8 @@
-import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { auditEvent, useStack } from '@gatehook/testkit/stack';
 import { until } from '@gatehook/testkit/until';
 
 // A stack of its own: the stage histogram counts every delivery of the worker, so no other test may deliver meanwhile.
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack();
-});
-afterAll(() => stack.close());
+const stack = useStack();
 
 describe('stage latency metric (gatehook_delivery_stage_seconds)', () => {
   it('shows where one delivery spent its time: ingest, fanout and send, the fanout stage only before its first attempt', async () => {

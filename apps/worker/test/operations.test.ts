@@ -3,16 +3,14 @@ import type { AddressInfo } from 'node:net';
 import { createWorkerServer } from '@gatehook/worker/http';
 import { sweepRetention } from '@gatehook/worker/retention';
 import type { TestReceiver } from '@gatehook/testkit/receiver';
-import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { auditEvent, useStack } from '@gatehook/testkit/stack';
 
-let stack: Stack;
+const stack = useStack();
 let receiver: TestReceiver;
 
 beforeAll(async () => {
-  stack = await startStack();
   receiver = await stack.receiver();
 });
-afterAll(() => stack.close());
 
 describe('retention sweep', () => {
   it('deletes deliveries (with attempts) and fanned-out events older than the retention, and keeps the rest', async () => {

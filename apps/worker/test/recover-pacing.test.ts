@@ -1,20 +1,13 @@
 import { sendChunk } from '@gatehook/delivery/tasks/pacing';
 import type { ReceivedRequest } from '@gatehook/testkit/receiver';
-import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { auditEvent, useStack } from '@gatehook/testkit/stack';
 
 // Recover and replay under a send rate (TASK_SEND_RATE, docs/recover-replay.md "Pacing"): the real API and worker
 // engine, HTTPS receivers, a rate low enough that an unpaced task would visibly break it. What is measured is what
 // the receiver saw: the time each request arrived.
 const RATE = 10;
 const SENDS = 40;
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack({ TASK_SEND_RATE: String(RATE) });
-});
-afterAll(async () => {
-  await stack.close();
-});
+const stack = useStack({ TASK_SEND_RATE: String(RATE) });
 
 const call = (method: string, path: string, body?: unknown) => stack.api.call(method, path, { key: stack.org.admin, body });
 

@@ -1,19 +1,12 @@
 import { startTestEngine } from '@gatehook/testkit/engine';
 import { startServiceProcess } from '@gatehook/testkit/processes';
 import type { ReceivedRequest } from '@gatehook/testkit/receiver';
-import { auditEvent, startStack, type Stack } from '@gatehook/testkit/stack';
+import { auditEvent, useStack } from '@gatehook/testkit/stack';
 
 // Recover and replay end to end (CONTRACT 11): the real API and worker engine, HTTPS receivers, small pages so
 // that every task takes several steps, and a small backlog so that pacing is exercised.
-let stack: Stack;
 const TASK_ENV = { TASK_PAGE_SIZE: '3', TASK_MAX_BACKLOG: '3', TASK_LEASE_MS: '2000' };
-
-beforeAll(async () => {
-  stack = await startStack(TASK_ENV, { reconcilerGrace: { eventsMs: 500, deliveriesMs: 1000 } });
-});
-afterAll(async () => {
-  await stack.close();
-});
+const stack = useStack(TASK_ENV, { reconcilerGrace: { eventsMs: 500, deliveriesMs: 1000 } });
 
 const call = (method: string, path: string, body?: unknown) => stack.api.call(method, path, { key: stack.org.admin, body });
 const eventIdOf = (request: ReceivedRequest): string[] => {

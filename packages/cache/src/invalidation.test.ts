@@ -3,14 +3,9 @@ import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { ConfigCache } from './config-cache';
 import { InvalidationBus, publishInvalidation } from './invalidation';
+import { waitFor } from '@gatehook/testkit/until';
 
-async function until(check: () => boolean, timeoutMs = 2000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+const until = (check: () => boolean, timeoutMs = 2000) => waitFor(check, { timeoutMs, everyMs: 5 });
 
 describe('InvalidationBus', () => {
   const prefix = `test-${randomUUID()}`;

@@ -77,7 +77,9 @@ export function compileBoolean(
   return { ok: true, program };
 }
 
-/** Runs a program under the evaluation budget; any error, an exhausted budget, or a non-boolean becomes `{ok: false}`. */
+/**
+ * Runs a program under the evaluation budget; any error, an exhausted budget, or a non-boolean becomes `{ok: false}`.
+ */
 export function evaluateBoolean(program: BooleanProgram, variables: Record<string, unknown>): EvaluationResult {
   const run = withEvaluationBudget(() => program(variables));
   // Over budget wins over any value: a comprehension may have swallowed the error and gone on.

@@ -18,7 +18,10 @@ export interface RedisTarget {
 
 /** How a connection behaves when Redis is slow or away. */
 export interface ConnectionProfile {
-  /** null: a command waits for Redis however long (BullMQ workers, subscribers); a number: it fails after that many retries. */
+  /**
+   * null: a command waits for Redis however long (BullMQ workers, subscribers); a number: it fails after that many
+   * retries.
+   */
   maxRetriesPerRequest: number | null;
   /** false: a command while disconnected fails at once instead of waiting (fail-fast paths). */
   enableOfflineQueue?: boolean;

@@ -250,7 +250,10 @@ export const patchWebhookSchema = z.strictObject({
   /** null removes it; absent keeps it. */
   client_certificate: clientCertificate.optional(),
   rate_limit_per_second: rateLimitPerSecond.optional(),
-  /** null removes it; absent keeps it; an object replaces it (a blank secret keeps the stored one when type is unchanged). */
+  /**
+   * null removes it; absent keeps it; an object replaces it (a blank secret keeps the stored one when type is
+   * unchanged).
+   */
   auth: webhookAuth.optional(),
 });
 export type PatchWebhookInput = z.output<typeof patchWebhookSchema>;

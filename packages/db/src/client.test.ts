@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type Socket } from 'node:net';
-import { TEST_PG_SERVER } from '@gatehook/testkit/env';
-import { createDb, sqlPool } from './client';
+import { TEST_DATABASE_URL, TEST_PG_SERVER } from '@gatehook/testkit/env';
+import { createDb, sqlPool, warmPool } from './client';
 import { isDatabaseUnavailable } from './errors';
 
 /** One backend message of the Postgres wire protocol: type byte, int32 length (itself included), body. */
@@ -80,5 +80,42 @@ describe('createDb', () => {
     await db.$disconnect();
     expect(pool.ended).toBe(true);
     expect(pool.totalCount).toBe(0);
+  });
+});
+
+describe('warmPool', () => {
+  it('opens and warms every connection of the pool, which the first requests then use', async () => {
+    const db = createDb(TEST_DATABASE_URL, { poolSize: 3 });
+    try {
+      const pool = sqlPool(db);
+      expect(pool.totalCount).toBe(0);
+      expect(await warmPool(db)).toEqual({ connections: 3, warmed: true });
+      expect(pool.totalCount).toBe(3);
+      expect(pool.idleCount).toBe(3);
+      // A query now takes one of them: nothing new is opened.
+      await pool.query('SELECT 1');
+      expect(pool.totalCount).toBe(3);
+    } finally {
+      await db.$disconnect();
+    }
+  });
+
+  it('on a database without the schema it reports that nothing was warmed, and the pool still works', async () => {
+    const db = createDb(`${TEST_PG_SERVER}/postgres`, { poolSize: 2 });
+    try {
+      expect(await warmPool(db)).toEqual({ connections: 2, warmed: false });
+      expect((await sqlPool(db).query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await db.$disconnect();
+    }
+  });
+
+  it('on a database that cannot be reached it reports that nothing was warmed instead of throwing', async () => {
+    const db = createDb('postgresql://postgres@127.0.0.1:1/none', { poolSize: 2 });
+    try {
+      expect(await warmPool(db)).toEqual({ connections: 0, warmed: false });
+    } finally {
+      await db.$disconnect();
+    }
   });
 });

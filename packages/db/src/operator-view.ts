@@ -28,7 +28,9 @@ export async function sentRequest(pool: Pool, orgId: string, webhookId: string, 
   return row ? { createdAt: row.created_at, bodyEncrypted: row.body_encrypted, contentType: row.content_type, secretsVersion: row.secrets_version, lastAttemptAt: row.last_attempt_at } : null;
 }
 
-/** The deliveries of a webhook created in one hour, by their outcome now (docs/operations.md, "Per-webhook statistics"). */
+/**
+ * The deliveries of a webhook created in one hour, by their outcome now (docs/operations.md, "Per-webhook statistics").
+ */
 export interface HourDeliveries {
   start: Date;
   /** Deliveries created in the hour. */

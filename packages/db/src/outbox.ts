@@ -15,9 +15,9 @@ export interface OutboxEvent {
 
 /**
  * Stores audit events, skipping ids already stored in any partition (idempotent ingestion), with their
- * `pending_fanout` rows, in one round trip whatever their organisations. Returns the (org, id) pairs actually inserted. The rows travel as
- * one JSON document (`jsonb_to_recordset`): one JSON.stringify of the batch instead of fifteen array literals,
- * each of whose elements the driver would escape and Postgres would parse again. Strings reach here already
+ * `pending_fanout` rows, in one round trip whatever their organisations. Returns the (org, id) pairs actually inserted.
+ * The rows travel as one JSON document (`jsonb_to_recordset`): one JSON.stringify of the batch instead of fifteen
+ * array literals, each of whose elements the driver would escape and Postgres would parse again. Strings reach here already
  * checked storable (no NUL, no lone surrogate).
  */
 export async function insertAuditEvents(pool: Pool | PoolClient, events: readonly OutboxEvent[]): Promise<{ orgId: string; id: string }[]> {
@@ -28,7 +28,8 @@ export async function insertAuditEvents(pool: Pool | PoolClient, events: readonl
     if (last?.at !== receivedAt) last = { at: receivedAt, iso: receivedAt.toISOString() };
     return generatedId ? { ...data, received_at: last.iso, generated_id: true } : { ...data, received_at: last.iso };
   });
-  // insert_audit_events() (migrations 20261126120000_partitioned_history, 20261127150000_insert_audit_events_generated_ids)
+  // insert_audit_events() (migrations 20261126120000_partitioned_history,
+  // 20261127150000_insert_audit_events_generated_ids)
   // claims the ids in pending_fanout, then stores those not stored in any partition yet, each step with its own
   // snapshot: audit_events is partitioned by received_at, so no unique index spans an id's partitions. Only the ids a
   // client chose are looked for in the partitions; a generated one (`generated_id`) cannot have been stored before.

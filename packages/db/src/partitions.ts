@@ -1,11 +1,15 @@
 import type { Pool, PoolClient } from 'pg';
 import { guard } from './delivery/status';
+import { uuidV7Floor, uuidV7Time } from './uuid-v7';
+
+export { uuidV7Floor, uuidV7Time } from './uuid-v7';
 
 /**
  * Upkeep of the time-partitioned history (docs/database.md, "Partitioned history"): `deliveries` and
  * `delivery_attempts` are partitioned by UUIDv7 ranges of the delivery id (an id range is a time range), `audit_events`
  * by `received_at`. The worker creates partitions ahead ({@link ensurePartitions}), drops whole partitions past the
- * retention ({@link dropExpiredPartitions}) and sweeps the DEFAULT partitions row by row ({@link sweepDefaultPartitions}).
+ * retention ({@link dropExpiredPartitions}) and sweeps the DEFAULT partitions row by row ({@link
+ * sweepDefaultPartitions}).
  */
 
 /** Width of one partition (`HISTORY_PARTITION`); bounds are UTC, weeks start on Monday. */
@@ -87,17 +91,6 @@ export function periodEnd(ms: number, width: PartitionWidth): number {
 /** How far ahead partitions exist: a week, or two partitions when they are wider. */
 export function defaultAheadMs(width: PartitionWidth): number {
   return Math.max(7 * DAY, 2 * (periodEnd(0, width) - periodStart(0, width)));
-}
-
-/** The lowest UUIDv7 of an instant: its Unix milliseconds in the first 48 bits, every other bit zero. */
-export function uuidV7Floor(ms: number): string {
-  const hex = Math.floor(ms).toString(16).padStart(12, '0');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
-}
-
-/** The instant in the first 48 bits of a UUID (the creation time of a UUIDv7). */
-export function uuidV7Time(uuid: string): number {
-  return parseInt(uuid.replace(/-/g, '').slice(0, 12), 16);
 }
 
 /** A partition's name: `<table>_p<YYYYMMDD>` for a start at midnight UTC, `..._p<YYYYMMDDHH>` otherwise. */
@@ -246,7 +239,8 @@ async function createPartition(client: PoolClient, t: HistoryTable, name: string
     await client.query(`CREATE TABLE ${table} (LIKE ${parent} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)${storage}`);
     await client.query(`ALTER TABLE ${table} ADD CONSTRAINT ${bounds} CHECK (${key} IS NOT NULL AND ${key} >= '${lo}' AND ${key} < '${hi}')`);
     await client.query(`LOCK TABLE ${def} IN ACCESS EXCLUSIVE MODE`);
-    // Rows wait in the DEFAULT partition for this range only after a long upkeep outage: usually an index probe finds none.
+    // Rows wait in the DEFAULT partition for this range only after a long upkeep outage: usually an index probe finds
+    // none.
     await client.query(
       `WITH moved AS (DELETE FROM ${def} WHERE ${key} >= $1 AND ${key} < $2 RETURNING *) INSERT INTO ${table} SELECT * FROM moved`,
       [lo, hi],

@@ -9,7 +9,7 @@ import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import type { ClientCertificate } from '@gatehook/egress/client-certificate';
 import type { DestinationAuth } from '@gatehook/egress/oauth/token-request';
 import { sqlPool, type Db, type Pool } from '@gatehook/db/client';
-import { loadOrgWebhookVersions, loadWebhookVersions } from '@gatehook/db/webhooks';
+import { loadOrgWebhookVersions, loadWebhookVersions } from '@gatehook/db/webhook/read';
 import { parseTemplate, type ExecLimits, type Template } from '@gatehook/templates/template';
 import type { AuditEventData } from './render/envelope';
 import { renderEnvelope } from './render/envelope';

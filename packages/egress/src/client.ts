@@ -223,8 +223,8 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
           // The same resolver and policy as a direct connection; the proxy is asked for the checked address only.
           resolve: (host) => resolveChecked(host, opts.allow, resolve),
           proxyContext: baseContext,
-          // Within the request's timeout, so the tunnel's own verdict (proxy_error, or the destination's timeout) is the one
-          // recorded rather than the request's.
+          // Within the request's timeout, so the tunnel's own verdict (proxy_error, or the destination's timeout) is
+          // the one recorded rather than the request's.
           connectTimeoutMs: Math.max(1, Math.floor(opts.timeoutMs / 2)),
         })
       : new Agent(agentOptions);

@@ -160,7 +160,10 @@ export async function createTestOrg(db: Db): Promise<TestOrg> {
   };
 }
 
-/** Creates a rate limit rule through the API as the organisation's admin (org-keyed, 60 s window unless `body` says otherwise). */
+/**
+ * Creates a rate limit rule through the API as the organisation's admin (org-keyed, 60 s window unless `body` says
+ * otherwise).
+ */
 export async function createTestRule(api: TestApi, org: TestOrg, body: Record<string, unknown>): Promise<{ id: string }> {
   const response = await api.call('POST', '/rate-limits/rules', {
     key: org.admin,

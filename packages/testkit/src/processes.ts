@@ -7,6 +7,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { Client } from 'pg';
 import { SERVICE_NODE_FLAGS } from '@gatehook/core/service';
+import { waitFor } from './until';
 
 const root = path.resolve(__dirname, '../../..');
 
@@ -20,12 +21,9 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+// Waits for a process to answer; an error from the check means not yet.
 async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`${what} did not come up within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitFor(() => check().catch(() => false), { timeoutMs, everyMs: 100, what: `${what} coming up` });
 }
 
 /** A private Redis server (no persistence), so a test may FLUSHALL or restart it without touching other tests. */
@@ -186,7 +184,8 @@ export async function startServiceProcess(app: 'api' | 'worker', env: Record<str
   const child: ChildProcess = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...extraNodeFlags(), '--import', 'tsx', path.join(root, `apps/${app}/src/main.ts`)], {
     cwd: root,
     env: { ...process.env, ...env, [app === 'api' ? 'PORT' : 'WORKER_PORT']: String(port), ...(app === 'api' ? { GRPC_PORT: String(grpcPort) } : {}), LOG_LEVEL: env.LOG_LEVEL ?? 'warn' },
-    // GATEHOOK_TEST_SERVICE_LOGS=1 shows the services' logs (LOG_LEVEL, warn by default) when a scenario needs looking into.
+    // GATEHOOK_TEST_SERVICE_LOGS=1 shows the services' logs (LOG_LEVEL, warn by default) when a scenario needs looking
+    // into.
     stdio: ['ignore', process.env.GATEHOOK_TEST_SERVICE_LOGS ? 'inherit' : 'ignore', 'inherit'],
   });
   const exited = once(child, 'exit');

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { freePort } from './processes';
+import { waitFor as waitForProbe } from './until';
 
 const run = promisify(execFile);
 
@@ -33,12 +34,9 @@ async function cli(port: number, ...args: string[]): Promise<string> {
   return stdout;
 }
 
+// An error from the check means not yet.
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitForProbe(() => check().catch(() => false), { timeoutMs, everyMs: 100, what });
 }
 
 function readPid(dir: string, port: number): number {

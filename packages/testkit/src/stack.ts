@@ -152,3 +152,23 @@ export function auditEvent(overrides: Record<string, unknown> = {}): Record<stri
     ...overrides,
   };
 }
+
+/**
+ * The preamble of a file (or describe block) of stack tests: starts a stack before its tests and closes it after
+ * them. The returned stack reads the one started, so it is used like a stack from inside tests and hooks.
+ */
+export function useStack(...args: Parameters<typeof startStack>): Stack {
+  let started: Stack | undefined;
+  beforeAll(async () => {
+    started = await startStack(...args);
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  return new Proxy({} as Stack, {
+    get(_, key) {
+      if (!started) throw new Error('the stack is used before its beforeAll started it');
+      return Reflect.get(started, key);
+    },
+  });
+}

@@ -81,7 +81,10 @@ function entryIssue(index: number, issue: FieldIssue): string {
   return `descriptors[${index}]: ${name}: ${issue.message}`;
 }
 
-/** The cost of descriptor `index` (CONTRACT 19): its hits_addend when set (0 counts as 1), else the request's when not 0, else 1. */
+/**
+ * The cost of descriptor `index` (CONTRACT 19): its hits_addend when set (0 counts as 1), else the request's when not
+ * 0, else 1.
+ */
 function costOf(request: RateLimitRequest, index: number): number {
   const own = request.descriptors![index]!.hits_addend;
   const cost = own ? own.value || 1 : request.hits_addend || 1;

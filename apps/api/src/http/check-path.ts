@@ -16,7 +16,9 @@ export interface CheckPathDeps {
   check: RateLimitCheck;
 }
 
-/** The answer to a check over HTTP: the decision, with the RateLimit header fields when a rule matched (CONTRACT 19). */
+/**
+ * The answer to a check over HTTP: the decision, with the RateLimit header fields when a rule matched (CONTRACT 19).
+ */
 export function checkAnswer(decision: Decision): FastAnswer {
   const fields = rateLimitFields(decision);
   return fields ? { status: 200, body: toDecisionView(decision), headers: fields } : { status: 200, body: toDecisionView(decision) };

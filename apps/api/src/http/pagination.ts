@@ -27,12 +27,12 @@ function decode<T>(value: string, schema: z.ZodType<T>): T {
   }
 }
 
-export function encodeCursor(cursor: Cursor): string {
+function encodeCursor(cursor: Cursor): string {
   return encode({ c: cursor.createdAt.toISOString(), i: cursor.id });
 }
 
 /** Decodes a cursor from the query string, or throws 400 naming `cursor`. */
-export function decodeCursor(value: string | undefined): Cursor | undefined {
+function decodeCursor(value: string | undefined): Cursor | undefined {
   if (value === undefined) return undefined;
   const parsed = decode(value, cursorSchema);
   return { createdAt: new Date(parsed.c), id: parsed.i };
@@ -40,31 +40,6 @@ export function decodeCursor(value: string | undefined): Cursor | undefined {
 
 // Rows keyed by an increasing sequence number (delivery attempts) page by that number alone.
 const sequenceCursorSchema = z.object({ s: z.string().regex(/^\d{1,19}$/) });
-
-/** The cursor after a row numbered `sequence`, for lists ordered by a bigint key. */
-export function encodeSequenceCursor(sequence: bigint): string {
-  return encode({ s: sequence.toString() });
-}
-
-/** Decodes a sequence cursor from the query string, or throws 400 naming `cursor`. */
-export function decodeSequenceCursor(value: string | undefined): bigint | undefined {
-  if (value === undefined) return undefined;
-  return BigInt(decode(value, sequenceCursorSchema).s);
-}
-
-/** Splits `limit + 1` rows fetched in descending sequence into a page and the cursor of the next one. */
-export function sequencePage<T extends { id: bigint }>(rows: T[], limit: number): { items: T[]; nextCursor: string | null } {
-  const items = rows.slice(0, limit);
-  const last = items.at(-1);
-  return { items, nextCursor: rows.length > limit && last ? encodeSequenceCursor(last.id) : null };
-}
-
-/** Splits `limit + 1` fetched rows into a page and the cursor of the next one. */
-export function page<T extends { createdAt: Date; id: string }>(rows: T[], limit: number): { items: T[]; nextCursor: string | null } {
-  const items = rows.slice(0, limit);
-  const last = items.at(-1);
-  return { items, nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
-}
 
 /** Which way a list runs over (created_at, id); a cursor continues in the same direction. */
 export type PageDirection = 'asc' | 'desc';
@@ -75,17 +50,57 @@ function after<T>(value: T, direction: PageDirection): After<T> {
   return direction === 'desc' ? { lt: value } : { gt: value };
 }
 
-/** The `where` fragment selecting rows after a cursor in (created_at, id) order, newest first unless `asc`. */
-export function afterCursor(
-  cursor: Cursor | undefined,
-  direction: PageDirection = 'desc',
-): { OR?: ({ createdAt: After<Date> } | { createdAt: Date; id: After<string> })[] } {
-  return cursor
-    ? { OR: [{ createdAt: after(cursor.createdAt, direction) }, { createdAt: cursor.createdAt, id: after(cursor.id, direction) }] }
-    : {};
+/** The `where` fragment selecting rows after a cursor in (created_at, id) order. */
+type AfterCursor = { OR?: ({ createdAt: After<Date> } | { createdAt: Date; id: After<string> })[] };
+
+/**
+ * How a list is ordered and continued: the `where` fragment of the rows after a cursor from the query string
+ * (400 naming `cursor` when it is not one this API returned), the matching `orderBy`, and the cursor after a row.
+ */
+export interface Keyset<Row, Where, Order> {
+  after(cursor: string | undefined): Where;
+  orderBy: Order;
+  cursorOf(row: Row): string;
 }
 
-/** The `orderBy` matching afterCursor: created_at, then id as the tie-breaker. */
-export function pageOrder(direction: PageDirection): [{ createdAt: PageDirection }, { id: PageDirection }] {
-  return [{ createdAt: direction }, { id: direction }];
+/** Lists ordered by (created_at, id), newest first unless `asc`; id is the tie-breaker. */
+export function byCreatedAt(
+  direction: PageDirection = 'desc',
+): Keyset<Cursor, AfterCursor, [{ createdAt: PageDirection }, { id: PageDirection }]> {
+  return {
+    after(value) {
+      const cursor = decodeCursor(value);
+      return cursor
+        ? { OR: [{ createdAt: after(cursor.createdAt, direction) }, { createdAt: cursor.createdAt, id: after(cursor.id, direction) }] }
+        : {};
+    },
+    orderBy: [{ createdAt: direction }, { id: direction }],
+    cursorOf: encodeCursor,
+  };
+}
+
+/** Lists ordered by a bigint key (delivery attempts), newest first. */
+export const bySequence: Keyset<{ id: bigint }, { id?: { lt: bigint } }, { id: 'desc' }> = {
+  after(value) {
+    if (value === undefined) return {};
+    return { id: { lt: BigInt(decode(value, sequenceCursorSchema).s) } };
+  },
+  orderBy: { id: 'desc' },
+  cursorOf: (row) => encode({ s: row.id.toString() }),
+};
+
+/**
+ * One page of a list: fetches `limit + 1` rows after the query's cursor in the keyset's order, and returns the
+ * first `limit` as views with the cursor of the next page (null on the last).
+ */
+export async function listPage<Row extends Key, Key, Where, Order, View>(
+  query: { limit: number; cursor?: string | undefined },
+  keyset: Keyset<Key, Where, Order>,
+  fetch: (page: { where: Where; orderBy: Order; take: number }) => Promise<Row[]>,
+  view: (items: Row[]) => View[] | Promise<View[]>,
+): Promise<{ items: View[]; next_cursor: string | null }> {
+  const rows = await fetch({ where: keyset.after(query.cursor), orderBy: keyset.orderBy, take: query.limit + 1 });
+  const items = rows.slice(0, query.limit);
+  const last = items.at(-1);
+  return { items: await view(items), next_cursor: rows.length > query.limit && last ? keyset.cursorOf(last) : null };
 }

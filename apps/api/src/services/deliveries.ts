@@ -11,7 +11,7 @@ import type { TestResult } from '@gatehook/core/webhook-schema';
 import { parseStoredWebhookAuth } from '@gatehook/core/webhook-auth';
 import { sendTestEvent } from '@gatehook/delivery/pipeline/test-send';
 import type { WebhookPace } from '@gatehook/delivery/flow/webhook-pace';
-import { afterCursor, decodeCursor, decodeSequenceCursor, encodeSequenceCursor, page, sequencePage } from '../http/pagination';
+import { byCreatedAt, bySequence, listPage } from '../http/pagination';
 import { deliveryError } from '@gatehook/delivery/state/delivery-error';
 
 export interface DeliveryDeps {
@@ -58,7 +58,7 @@ export function toDeliveryView(row: Delivery, latestAttempts: AttemptRow[], deta
     event_count: row.eventCount,
     attempt_count: row.attemptCount,
     attempts: shown.reverse().map(toAttemptView),
-    attempts_cursor: latestAttempts.length > MAX_INLINE_ATTEMPTS && oldestShown ? encodeSequenceCursor(oldestShown.id) : null,
+    attempts_cursor: latestAttempts.length > MAX_INLINE_ATTEMPTS && oldestShown ? bySequence.cursorOf(oldestShown) : null,
     ...(row.nextRetryAt && isQueued(row.status) ? { next_retry_at: row.nextRetryAt.toISOString() } : {}),
     retryable: isRetryable(row),
     created_at: row.createdAt.toISOString(),
@@ -101,19 +101,15 @@ export async function listDeliveries(
   query: { limit: number; cursor?: string | undefined; status?: Delivery['status'] | undefined },
 ) {
   await requireWebhook(deps.db, orgId, webhookId);
-  const cursor = decodeCursor(query.cursor);
-  const rows = await deps.db.delivery.findMany({
-    where: {
-      webhookId,
-      ...(query.status ? { status: query.status } : {}),
-      ...afterCursor(cursor),
+  return listPage(
+    query,
+    byCreatedAt('desc'),
+    ({ where, ...page }) => deps.db.delivery.findMany({ where: { webhookId, ...(query.status ? { status: query.status } : {}), ...where }, ...page }),
+    async (items) => {
+      const attempts = await attemptsOf(deps.db, items.map((d) => d.id));
+      return items.map((d) => toDeliveryView(d, attempts.get(d.id) ?? []));
     },
-    orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-    take: query.limit + 1,
-  });
-  const { items, nextCursor } = page(rows, query.limit);
-  const attempts = await attemptsOf(deps.db, items.map((d) => d.id));
-  return { items: items.map((d) => toDeliveryView(d, attempts.get(d.id) ?? [])), next_cursor: nextCursor };
+  );
 }
 
 async function requireDelivery(db: Db, orgId: string, webhookId: string, deliveryId: string) {
@@ -140,14 +136,12 @@ export async function listAttempts(
 ) {
   await requireWebhook(deps.db, orgId, webhookId);
   await requireDelivery(deps.db, orgId, webhookId, deliveryId);
-  const before = decodeSequenceCursor(query.cursor);
-  const rows = await deps.db.deliveryAttempt.findMany({
-    where: { deliveryId, ...(before === undefined ? {} : { id: { lt: before } }) },
-    orderBy: { id: 'desc' },
-    take: query.limit + 1,
-  });
-  const { items, nextCursor } = sequencePage(rows, query.limit);
-  return { items: items.map(toAttemptView), next_cursor: nextCursor };
+  return listPage(
+    query,
+    bySequence,
+    ({ where, ...page }) => deps.db.deliveryAttempt.findMany({ where: { deliveryId, ...where }, ...page }),
+    (items) => items.map(toAttemptView),
+  );
 }
 
 /**

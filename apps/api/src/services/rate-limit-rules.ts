@@ -20,7 +20,7 @@ import type { Db, Prisma } from '@gatehook/db/client';
 import { toRateLimitRule } from '@gatehook/db/rate-limit-rules';
 import { announceRulesChanged } from '@gatehook/ratelimit/rule-cache';
 import { auditFields, type Actor } from '../http/actor';
-import { afterCursor, decodeCursor, page, pageOrder } from '../http/pagination';
+import { byCreatedAt, listPage } from '../http/pagination';
 import { issuesToDetails } from '../http/validation';
 
 export interface RateLimitRuleDeps {
@@ -139,18 +139,12 @@ export interface RuleListQuery {
 
 /** GET /rate-limits/rules: in rule order (created_at, then id, ascending), cursor-paginated. */
 export async function listRules(deps: RateLimitRuleDeps, orgId: string, query: RuleListQuery): Promise<{ items: RuleView[]; next_cursor: string | null }> {
-  const cursor = decodeCursor(query.cursor);
-  const rows = await deps.db.rateLimitRule.findMany({
-    where: {
-      orgId,
-      ...(query.status ? { status: query.status } : {}),
-      ...afterCursor(cursor, 'asc'),
-    },
-    orderBy: pageOrder('asc'),
-    take: query.limit + 1,
-  });
-  const { items, nextCursor } = page(rows, query.limit);
-  return { items: items.map((row) => toRuleView(toRateLimitRule(row))), next_cursor: nextCursor };
+  return listPage(
+    query,
+    byCreatedAt('asc'),
+    ({ where, ...page }) => deps.db.rateLimitRule.findMany({ where: { orgId, ...(query.status ? { status: query.status } : {}), ...where }, ...page }),
+    (rows) => rows.map((row) => toRuleView(toRateLimitRule(row))),
+  );
 }
 
 /** GET /rate-limits/rules/{rule_id}: another organisation's rule is the same 404 as a missing one. */

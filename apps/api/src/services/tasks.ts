@@ -6,7 +6,7 @@ import { createTask, findRunningTask, toWebhookTask, type TaskKind, type Webhook
 import type { DeliveryQueues } from '@gatehook/delivery';
 import { checkTaskWindow } from '@gatehook/delivery/tasks/window';
 import { auditFields, type Actor } from '../http/actor';
-import { afterCursor, decodeCursor, page, pageOrder } from '../http/pagination';
+import { byCreatedAt, listPage } from '../http/pagination';
 
 export interface TaskServiceDeps {
   db: Db;
@@ -82,14 +82,12 @@ async function requireWebhook(db: Db, orgId: string, webhookId: string): Promise
 /** GET /webhooks/{id}/tasks: newest first, cursor-paginated. */
 export async function listTasks(deps: TaskServiceDeps, orgId: string, webhookId: string, query: { limit: number; cursor?: string | undefined }) {
   await requireWebhook(deps.db, orgId, webhookId);
-  const cursor = decodeCursor(query.cursor);
-  const rows = await deps.db.webhookTask.findMany({
-    where: { webhookId, orgId, ...afterCursor(cursor) },
-    orderBy: pageOrder('desc'),
-    take: query.limit + 1,
-  });
-  const { items, nextCursor } = page(rows, query.limit);
-  return { items: items.map((row) => toTaskView(toWebhookTask(row))), next_cursor: nextCursor };
+  return listPage(
+    query,
+    byCreatedAt('desc'),
+    ({ where, ...page }) => deps.db.webhookTask.findMany({ where: { webhookId, orgId, ...where }, ...page }),
+    (rows) => rows.map((row) => toTaskView(toWebhookTask(row))),
+  );
 }
 
 /** GET /webhooks/{id}/tasks/{task_id}. */

@@ -30,7 +30,10 @@ export class WebhookStats {
   private readonly attempts = new LRUCache<string, HourAttempts>({ max: STATS_CACHE_HOURS });
   private readonly deliveries = new LRUCache<string, HourDeliveries>({ max: STATS_CACHE_HOURS, ttl: STATS_OUTCOME_TTL_MS, ttlAutopurge: false });
 
-  /** @param deliveryTimeoutMs DELIVERY_TIMEOUT_MS: an attempt started in an hour is recorded at most this long (and a margin) after it. */
+  /**
+   * @param deliveryTimeoutMs DELIVERY_TIMEOUT_MS: an attempt started in an hour is recorded at most this long (and a
+   * margin) after it.
+   */
   constructor(private readonly deliveryTimeoutMs: number) {}
 
   /** `hours` hourly buckets from `from` (an hour boundary), oldest first. */

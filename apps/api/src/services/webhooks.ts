@@ -10,10 +10,11 @@ import { checkPayloadTemplate } from '@gatehook/delivery/render/payload-template
 import { cancelQueuedWork, changeStatusManually, type ManualStatusOperation } from '@gatehook/delivery/state/webhook';
 import type { Db, Prisma } from '@gatehook/db/client';
 import type { Webhook } from '@gatehook/db/generated/client';
+import { deleteWebhook as deleteWebhookRow, insertWebhook, lockWebhook, rotateWebhookSecret, updateWebhookConfig, type WebhookConfigChange } from '@gatehook/db/webhook/config';
 import { checkDestinationUrl, type CidrList, type HostLookup } from '@gatehook/egress/address-policy';
 import { inspectClientCertificate, type ClientCertificate } from '@gatehook/egress/client-certificate';
 import { auditFields, type Actor } from '../http/actor';
-import { afterCursor, decodeCursor, page } from '../http/pagination';
+import { byCreatedAt, listPage } from '../http/pagination';
 import { auditedChange, type CommitHooks } from './commit-hooks';
 import { authChange, authChanged, authColumns, authData, authorizationHeaderIssues, checkTokenUrl, storedAuthColumns } from './webhook-auth';
 import { webhookAuthView } from '@gatehook/core/webhook-auth';
@@ -146,10 +147,10 @@ function auditBase(actor: Actor, webhook: { id: string; name: string }) {
 }
 
 // Locks the row for the rest of the transaction so that concurrent edits produce exact diffs.
-async function lockWebhook(tx: Prisma.TransactionClient, orgId: string, id: string): Promise<Webhook> {
-  const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM webhooks WHERE id = ${id}::uuid AND org_id = ${orgId}::uuid FOR UPDATE`;
-  if (locked.length === 0) throw notFound('Webhook');
-  return tx.webhook.findUniqueOrThrow({ where: { id } });
+async function lockedWebhook(tx: Prisma.TransactionClient, orgId: string, id: string): Promise<Webhook> {
+  const row = await lockWebhook(tx, orgId, id);
+  if (!row) throw notFound('Webhook');
+  return row;
 }
 
 /** POST /webhooks: validates, encrypts every secret, records webhook.created; the secret is returned once. */
@@ -164,30 +165,28 @@ export async function createWebhook(deps: WebhookDeps, actor: Actor, input: Crea
   if (authIssues.length > 0) throw validationError(authIssues);
   const now = new Date();
   const row = await auditedChange(deps, actor.principal.orgId, { webhooks: true }, async (tx, record) => {
-    const created = await tx.webhook.create({
-      data: {
-        id,
-        orgId: actor.principal.orgId,
-        name: input.name,
-        urlEncrypted: deps.box.encrypt(input.url, webhookPlace('webhooks.url_encrypted', id)),
-        urlMask: maskUrl(input.url),
-        events: input.events,
-        condition: input.condition,
-        destination: input.destination,
-        format: input.format,
-        maxEvents: input.max_events,
-        template: input.template,
-        varNames: Object.keys(input.vars),
-        varsEncrypted: deps.box.encryptMap(input.vars, webhookPlace('webhooks.vars_encrypted', id)),
-        headerNames: Object.keys(input.headers),
-        headersEncrypted: deps.box.encryptMap(input.headers, webhookPlace('webhooks.headers_encrypted', id)),
-        secretEncrypted: deps.box.encrypt(secret, webhookPlace('webhooks.secret_encrypted', id)),
-        ...certificate,
-        ...authData(auth.columns),
-        rateLimitPerSecond: input.rate_limit_per_second,
-        activeSince: now,
-        createdAt: now,
-      },
+    const created = await insertWebhook(tx, {
+      id,
+      orgId: actor.principal.orgId,
+      name: input.name,
+      urlEncrypted: deps.box.encrypt(input.url, webhookPlace('webhooks.url_encrypted', id)),
+      urlMask: maskUrl(input.url),
+      events: input.events,
+      condition: input.condition,
+      destination: input.destination,
+      format: input.format,
+      maxEvents: input.max_events,
+      template: input.template,
+      varNames: Object.keys(input.vars),
+      varsEncrypted: deps.box.encryptMap(input.vars, webhookPlace('webhooks.vars_encrypted', id)),
+      headerNames: Object.keys(input.headers),
+      headersEncrypted: deps.box.encryptMap(input.headers, webhookPlace('webhooks.headers_encrypted', id)),
+      secretEncrypted: deps.box.encrypt(secret, webhookPlace('webhooks.secret_encrypted', id)),
+      ...certificate,
+      ...authData(auth.columns),
+      rateLimitPerSecond: input.rate_limit_per_second,
+      activeSince: now,
+      createdAt: now,
     });
     // Stamped with the instant the webhook became active: it receives only events received after that instant.
     await record({ ...auditBase(actor, created), action: 'webhook.created', changes: [], createdAt: now });
@@ -204,18 +203,12 @@ export interface ListQuery {
 
 /** GET /webhooks: newest first, cursor-paginated. */
 export async function listWebhooks(deps: WebhookDeps, orgId: string, query: ListQuery): Promise<{ items: WebhookView[]; next_cursor: string | null }> {
-  const cursor = decodeCursor(query.cursor);
-  const rows = await deps.db.webhook.findMany({
-    where: {
-      orgId,
-      ...(query.status ? { status: query.status } : {}),
-      ...afterCursor(cursor),
-    },
-    orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-    take: query.limit + 1,
-  });
-  const { items, nextCursor } = page(rows, query.limit);
-  return { items: items.map(toWebhookView), next_cursor: nextCursor };
+  return listPage(
+    query,
+    byCreatedAt('desc'),
+    ({ where, ...page }) => deps.db.webhook.findMany({ where: { orgId, ...(query.status ? { status: query.status } : {}), ...where }, ...page }),
+    (rows) => rows.map(toWebhookView),
+  );
 }
 
 /** GET /webhooks/{id}: another organisation's webhook is the same 404 as a missing one. */
@@ -238,9 +231,9 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
   if (tokenUrlIssues.length > 0) throw validationError(tokenUrlIssues);
 
   const row = await auditedChange(deps, actor.principal.orgId, { webhooks: true }, async (tx, record) => {
-    const current = await lockWebhook(tx, actor.principal.orgId, id);
+    const current = await lockedWebhook(tx, actor.principal.orgId, id);
     const changes: Change[] = [];
-    const data: Prisma.WebhookUpdateInput = {};
+    const data: WebhookConfigChange = {};
 
     const plain = [
       ['name', 'name', patch.name],
@@ -335,7 +328,7 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
         vars: finalVars ?? (current.varsEncrypted ? deps.box.decryptMap(current.varsEncrypted, webhookPlace('webhooks.vars_encrypted', id)) : {}),
       });
     }
-    const updated = await tx.webhook.update({ where: { id }, data });
+    const updated = await updateWebhookConfig(tx, id, data);
     if (originChanged) await cancelQueuedWork(tx, id, 'url_origin_changed');
     await record({ ...auditBase(actor, updated), action: 'webhook.updated', changes });
     return updated;
@@ -346,8 +339,8 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
 /** DELETE /webhooks/{id}: deliveries go with it; the worker drops jobs whose webhook no longer exists. */
 export async function deleteWebhook(deps: WebhookDeps, actor: Actor, id: string): Promise<void> {
   await auditedChange(deps, actor.principal.orgId, { webhooks: true }, async (tx, record) => {
-    const current = await lockWebhook(tx, actor.principal.orgId, id);
-    await tx.webhook.delete({ where: { id } });
+    const current = await lockedWebhook(tx, actor.principal.orgId, id);
+    await deleteWebhookRow(tx, id);
     await record({ ...auditBase(actor, current), action: 'webhook.deleted', changes: [] });
   });
 }
@@ -367,15 +360,12 @@ export async function rotateSecret(deps: WebhookDeps, actor: Actor, id: string):
   const secret = generateSigningSecret();
   const validUntil = new Date(Date.now() + deps.rotationOverlapSeconds * 1000);
   await auditedChange(deps, actor.principal.orgId, { webhooks: true }, async (tx, record) => {
-    const current = await lockWebhook(tx, actor.principal.orgId, id);
-    await tx.webhook.update({
-      where: { id },
-      data: {
-        secretEncrypted: deps.box.encrypt(secret, webhookPlace('webhooks.secret_encrypted', id)),
-        // Bound to its new column; a secret no configured key opens could not sign anyway, so it is not carried over.
-        previousSecretEncrypted: reseal(deps.box, current.secretEncrypted, webhookPlace('webhooks.secret_encrypted', id), webhookPlace('webhooks.previous_secret_encrypted', id)),
-        previousSecretValidUntil: validUntil,
-      },
+    const current = await lockedWebhook(tx, actor.principal.orgId, id);
+    await rotateWebhookSecret(tx, id, {
+      secretEncrypted: deps.box.encrypt(secret, webhookPlace('webhooks.secret_encrypted', id)),
+      // Bound to its new column; a secret no configured key opens could not sign anyway, so it is not carried over.
+      previousSecretEncrypted: reseal(deps.box, current.secretEncrypted, webhookPlace('webhooks.secret_encrypted', id), webhookPlace('webhooks.previous_secret_encrypted', id)),
+      previousValidUntil: validUntil,
     });
     await record({
       ...auditBase(actor, current),
@@ -393,7 +383,7 @@ export async function rotateSecret(deps: WebhookDeps, actor: Actor, id: string):
  */
 export async function changeWebhookStatus(deps: WebhookDeps, actor: Actor, id: string, operation: ManualStatusOperation): Promise<WebhookView> {
   const row = await auditedChange(deps, actor.principal.orgId, { webhooks: true }, async (tx, record) => {
-    const current = await lockWebhook(tx, actor.principal.orgId, id);
+    const current = await lockedWebhook(tx, actor.principal.orgId, id);
     const now = new Date();
     const updated = await changeStatusManually(tx, current, operation, now);
     if (updated === current) return current;

@@ -1,7 +1,8 @@
 /**
  * Creating deliveries. A delivery is created in one of three ways, each one statement:
  * - {@link commitFanout}: fan-out of live events (claims the events from the outbox in the same statement);
- * - {@link commitBatch}: a flush of a webhook's batch buffer (takes the entries out of the buffer in the same statement);
+ * - {@link commitBatch}: a flush of a webhook's batch buffer (takes the entries out of the buffer in the same
+ *   statement);
  * - {@link createReplayedDeliveries}: a replay task's page (in the task's transaction).
  * Every created row starts with no attempt: `attempt_count`, `cycle_attempts` and `throttled_streak` 0. A delivery
  * is created `pending` (due at `next_retry_at`) with a sealed body and the version of the secret values it was

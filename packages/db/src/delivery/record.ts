@@ -1,8 +1,10 @@
 /**
  * Recording attempts: the attempt rows, each delivery's next state and the webhooks' failure streaks, for a batch
- * of concurrent attempts in one statement (group commit, packages/core/src/group-commit.ts).
+ * of concurrent attempts in one statement (group commit, packages/core/src/group-commit.ts). The streaks' SQL is
+ * ../webhook/failure-streak.ts, embedded here.
  */
 import type { Pool } from '../client';
+import { recordFailureStreaks } from '../webhook/failure-streak';
 import { asStatus, guard, type DeliveryStatus } from './status';
 
 /** One attempt's record and the delivery's next state, as the attempt decided it. */
@@ -36,6 +38,9 @@ export interface StreakChange {
 }
 
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
+
+// The webhooks' part of the statement, written by their own module.
+const STREAKS = recordFailureStreaks({ webhookIds: '$13', cleared: '$14', failingFrom: '$15' });
 
 /**
  * recordAttempts: records a batch of attempts in one statement.
@@ -79,14 +84,7 @@ export async function recordAttempts(
                leased_until = CASE WHEN ${guard.leaseHeld('d.', 'r.lease')} THEN NULL ELSE d.leased_until END
              FROM r
              WHERE d.id = r.delivery_id AND d.id = ANY($1::uuid[]) AND d.id NOT IN (SELECT id FROM applied)
-           ), before AS (
-             SELECT id, failing_since FROM webhooks WHERE id = ANY($13::uuid[])
-           ), streak AS (
-             UPDATE webhooks w SET failing_since = s.failing_from
-             FROM unnest($13::uuid[], $14::bool[], $15::timestamptz[]) AS s(id, cleared, failing_from)
-             WHERE w.id = s.id AND (
-               (s.cleared AND w.failing_since IS DISTINCT FROM s.failing_from) OR (NOT s.cleared AND w.failing_since IS NULL AND s.failing_from IS NOT NULL))
-           )
+           ), ${STREAKS}
            SELECT (SELECT array_agg(id) FROM applied) AS applied,
                   (SELECT json_agg(json_build_object('id', id, 'failing_since', failing_since)) FROM before) AS streaks`,
     values: [

@@ -13,6 +13,7 @@ import { SendScheduler } from '../flow/fair-share';
 import type { RenderPool } from '../render/pool';
 import { sealBody } from '../render/stored-body';
 import { toLiveWebhook, WebhookConfigs } from '../webhook-configs';
+import { waitFor } from '@gatehook/testkit/until';
 
 const db = createDb(TEST_DATABASE_URL, { poolSize: 2 });
 afterAll(() => db.$disconnect());
@@ -84,17 +85,13 @@ describe('AttemptRunner and its room', () => {
     await runner.admission.take(2); // the process is full
     const ids = [randomUUID(), randomUUID()]; // in no database: their lease finds nothing
     const run = runner.run(ids);
-    await waitFor(() => runner.admission.waiting === 1);
+    await waitFor(() => runner.admission.waiting === 1, { everyMs: 0 });
     expect(runner.admission.inUse).toBe(2);
     runner.admission.give(2);
     expect(await run).toEqual({ sent: 0, skipped: 2, cancelled: 0, busy: [] });
     expect(runner.admission.inUse).toBe(0);
   });
 });
-
-async function waitFor(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setImmediate(resolve));
-}
 
 describe('prepareRequest', () => {
   const box = new SecretBox(DEVELOPMENT_ENCRYPTION_KEY);

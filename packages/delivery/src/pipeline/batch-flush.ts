@@ -2,7 +2,7 @@ import { countBatchItems, readBatchItems } from '@gatehook/db/delivery/batch-buf
 import { dropBatchItems } from '@gatehook/db/delivery/cancel';
 import { commitBatch } from '@gatehook/db/delivery/create';
 import { readEvents } from '@gatehook/db/outbox';
-import { loadWebhook } from '@gatehook/db/webhooks';
+import { loadWebhook } from '@gatehook/db/webhook/read';
 import { dispatchDeliveries } from './dispatch';
 import type { EngineContext } from '../context';
 import { disableWebhook } from '../state/webhook';

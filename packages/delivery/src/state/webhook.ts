@@ -4,6 +4,7 @@ import { recordAuditEvent } from '@gatehook/db/audit-events';
 import type { Db, Prisma } from '@gatehook/db/client';
 import { cancelQueuedDeliveries, dropBatchItems } from '@gatehook/db/delivery/cancel';
 import type { Webhook } from '@gatehook/db/generated/client';
+import { disableActiveWebhook, setWebhookStatus, type WebhookStatusChange } from '@gatehook/db/webhook/status';
 import type { DeliveryQueues } from '../queues/producer';
 import type { WebhookConfigs } from '../webhook-configs';
 import { stoppedBy, type DeliveryErrorCode } from './delivery-error';
@@ -50,7 +51,7 @@ export type ManualStatusOperation = 'enable' | 'disable' | 'pause' | 'resume';
  * a disabled webhook, pause a disabled one) is a 409.
  */
 export async function changeStatusManually(tx: Prisma.TransactionClient, current: Webhook, operation: ManualStatusOperation, now: Date): Promise<Webhook> {
-  let data: Prisma.WebhookUpdateInput;
+  let data: WebhookStatusChange;
   switch (operation) {
     case 'enable':
     case 'resume':
@@ -70,7 +71,7 @@ export async function changeStatusManually(tx: Prisma.TransactionClient, current
       data = { status: 'paused', disabledReason: null };
       break;
   }
-  const updated = await tx.webhook.update({ where: { id: current.id }, data });
+  const updated = await setWebhookStatus(tx, current.id, data);
   if (updated.status !== 'active') await cancelQueuedWork(tx, current.id, stoppedBy(updated.status));
   return updated;
 }
@@ -85,12 +86,7 @@ export async function disableWebhookAutomatically(
   webhookId: string,
   reason: AutomaticDisableReason,
 ): Promise<{ orgId: string; auditEventId: string } | null> {
-  const updated = await tx.webhook.updateManyAndReturn({
-    where: { id: webhookId, status: 'active' },
-    data: { status: 'disabled', disabledReason: reason },
-    select: { id: true, orgId: true, name: true },
-  });
-  const webhook = updated[0];
+  const webhook = await disableActiveWebhook(tx, webhookId, reason);
   if (!webhook) return null;
   await cancelQueuedWork(tx, webhookId, 'webhook_disabled');
   await tx.notification.create({
