@@ -14,10 +14,16 @@ import ts from 'typescript';
 /** packages/delivery/src, lowest layer first; an entry ending in `/` is a folder, any other a file. */
 export const DELIVERY_LAYERS: readonly { name: string; modules: readonly string[] }[] = [
   { name: 'tunables', modules: ['tunables.ts'] },
-  { name: 'decisions', modules: ['state/delivery-error.ts', 'state/schedule.ts', 'state/outcome.ts', 'state/circuit-breaker.ts'] },
+  {
+    name: 'decisions',
+    modules: ['state/delivery-error.ts', 'state/schedule.ts', 'state/outcome.ts', 'state/circuit-breaker.ts'],
+  },
   { name: 'flow control', modules: ['flow/'] },
   { name: 'queues', modules: ['queues/'] },
-  { name: 'bodies and webhook configuration', modules: ['render/', 'audit-event-input.ts', 'webhook-configs.ts', 'request-view.ts'] },
+  {
+    name: 'bodies and webhook configuration',
+    modules: ['render/', 'audit-event-input.ts', 'webhook-configs.ts', 'request-view.ts'],
+  },
   { name: 'webhook status', modules: ['state/webhook.ts'] },
   { name: 'context', modules: ['context.ts', 'local-run.ts'] },
   { name: 'attempt', modules: ['attempt/'] },
@@ -43,7 +49,9 @@ function imports(file: string): string[] {
 }
 
 function layerOf(relative: string): number {
-  return DELIVERY_LAYERS.findIndex((layer) => layer.modules.some((m) => (m.endsWith('/') ? relative.startsWith(m) : relative === m)));
+  return DELIVERY_LAYERS.findIndex((layer) =>
+    layer.modules.some((m) => (m.endsWith('/') ? relative.startsWith(m) : relative === m)),
+  );
 }
 
 /** The module a relative import names, relative to packages/delivery/src (`x` → `x.ts`, `dir` → `dir/index.ts`). */
@@ -69,7 +77,9 @@ for (const file of sourceFiles(deliverySrc)) {
     const target = resolveRelative(file, specifier);
     const theirs = layerOf(target);
     if (theirs > own) {
-      problems.push(`packages/delivery/src/${relative} (${DELIVERY_LAYERS[own]!.name}) imports ${target} (${DELIVERY_LAYERS[theirs]!.name}), a layer above it`);
+      problems.push(
+        `packages/delivery/src/${relative} (${DELIVERY_LAYERS[own]!.name}) imports ${target} (${DELIVERY_LAYERS[theirs]!.name}), a layer above it`,
+      );
     }
   }
 }
@@ -77,7 +87,9 @@ for (const file of sourceFiles(deliverySrc)) {
 for (const file of sourceFiles(path.join(root, 'apps/worker/src'))) {
   for (const specifier of imports(file)) {
     if (specifier.startsWith('@gatehook/delivery/')) {
-      problems.push(`${path.relative(root, file)} imports ${specifier}: the worker uses the engine's public entry, @gatehook/delivery`);
+      problems.push(
+        `${path.relative(root, file)} imports ${specifier}: the worker uses the engine's public entry, @gatehook/delivery`,
+      );
     }
   }
 }

@@ -94,12 +94,18 @@ export interface DeliveryEngine {
  * context (EngineContext) shared by ingestion, fan-out, batching, attempts, flow control and tasks, each system built
  * here with what it needs from the others, never by importing them. The app wires the handlers to its queues.
  */
-export async function createDeliveryEngine(config: Config, infrastructure: EngineInfrastructure): Promise<DeliveryEngine> {
+export async function createDeliveryEngine(
+  config: Config,
+  infrastructure: EngineInfrastructure,
+): Promise<DeliveryEngine> {
   const { db, box, logger, redis, subscriber, observer = {} } = infrastructure;
   const prefix = config.REDIS_PREFIX;
   const queues = new DeliveryQueues(redis, prefix, { shards: config.DELIVERY_QUEUE_SHARDS });
   const pool = sqlPool(db);
-  const egress = egressClientFromConfig(config, observer.onTokenFetch ? { onTokenFetch: (outcome) => observer.onTokenFetch!(outcome) } : {});
+  const egress = egressClientFromConfig(
+    config,
+    observer.onTokenFetch ? { onTokenFetch: (outcome) => observer.onTokenFetch!(outcome) } : {},
+  );
 
   const bus = new InvalidationBus(subscriber, prefix);
   const configs = new WebhookConfigs(db, box, { logger });
@@ -120,7 +126,9 @@ export async function createDeliveryEngine(config: Config, infrastructure: Engin
     announce: (orgId) => publishInvalidation(redis, prefix, WEBHOOKS_TOPIC, [orgId]),
     batchLingerMs: config.BATCH_LINGER_MS,
     logger,
-    ...(observer.onStage ? { onStage: (stage: DeliveryStage, seconds: number) => observer.onStage!(stage, seconds) } : {}),
+    ...(observer.onStage
+      ? { onStage: (stage: DeliveryStage, seconds: number) => observer.onStage!(stage, seconds) }
+      : {}),
   };
 
   const flow = createFlowControl({
@@ -131,7 +139,14 @@ export async function createDeliveryEngine(config: Config, infrastructure: Engin
       endpointMax: config.DELIVERY_ENDPOINT_CONCURRENCY,
       originMax: config.DELIVERY_ORIGIN_CONCURRENCY,
       recall: (deliveryIds) => {
-        queues.recallWaiting(deliveryIds).catch((error: unknown) => logger.warn({ deliveries: deliveryIds.length, err: (error as Error).message }, 'could not recall waiting deliveries; they come back at their time'));
+        queues
+          .recallWaiting(deliveryIds)
+          .catch((error: unknown) =>
+            logger.warn(
+              { deliveries: deliveryIds.length, err: (error as Error).message },
+              'could not recall waiting deliveries; they come back at their time',
+            ),
+          );
       },
     }),
     pace: new WebhookPace(redis, { prefix, logger }),
@@ -156,19 +171,32 @@ export async function createDeliveryEngine(config: Config, infrastructure: Engin
     maxBacklog: config.TASK_MAX_BACKLOG,
     sendRate: config.TASK_SEND_RATE,
     leaseMs: config.TASK_LEASE_MS,
-    onUnexpectedError: (taskId: string, error: unknown) => logger.error({ taskId, err: (error as Error).message }, 'task step failed'),
+    onUnexpectedError: (taskId: string, error: unknown) =>
+      logger.error({ taskId, err: (error as Error).message }, 'task step failed'),
   };
 
   const handlers: EngineHandlers = {
     async fanout(job) {
       const { orgId, eventIds, recovered, trace } = JOBS.fanout.parse(job.data);
-      const result = await inSpan('gatehook.fanout', trace, { 'gatehook.org.id': orgId, 'gatehook.event.count': eventIds.length }, () => fanOutGuarded(context, orgId, eventIds, { counted: countsItsStart(job, recovered === true) }), (r) => ({ 'gatehook.delivery.count': r.deliveries }));
+      const result = await inSpan(
+        'gatehook.fanout',
+        trace,
+        { 'gatehook.org.id': orgId, 'gatehook.event.count': eventIds.length },
+        () => fanOutGuarded(context, orgId, eventIds, { counted: countsItsStart(job, recovered === true) }),
+        (r) => ({ 'gatehook.delivery.count': r.deliveries }),
+      );
       for (const f of result.failed) observer.onFanoutFailure?.(f.parked ? 'parked' : 'failed');
       return { events: result.events, deliveries: result.deliveries, failed: result.failed.length };
     },
     batch(job) {
       const { webhookId, orgId, trace } = JOBS.batch.parse(job.data);
-      return inSpan('gatehook.batch.flush', trace, { 'gatehook.webhook.id': webhookId }, () => flushBatch(context, webhookId, orgId), (r) => ({ 'gatehook.delivery.count': r.deliveries }));
+      return inSpan(
+        'gatehook.batch.flush',
+        trace,
+        { 'gatehook.webhook.id': webhookId },
+        () => flushBatch(context, webhookId, orgId),
+        (r) => ({ 'gatehook.delivery.count': r.deliveries }),
+      );
     },
     async deliver(job) {
       const { deliveryIds, orgId, trace } = JOBS.deliver.parse(job.data);
@@ -176,8 +204,18 @@ export async function createDeliveryEngine(config: Config, infrastructure: Engin
       // Deliveries turned away by a full webhook come back when it can take them, holding no slot, each under its
       // one waiting job: this job, when it is that job (it moves back to the delayed set), else a job of its own.
       const own = outcome.busy.find((b) => job.id === waitingJobId(b.id));
-      await withTraceparent(trace, () => queues.deliverLater(outcome.busy.filter((b) => b !== own).map((b) => ({ id: b.id, dueAt: b.retryAt })), orgId));
-      const summary = { sent: outcome.sent, skipped: outcome.skipped, cancelled: outcome.cancelled, busy: outcome.busy.length };
+      await withTraceparent(trace, () =>
+        queues.deliverLater(
+          outcome.busy.filter((b) => b !== own).map((b) => ({ id: b.id, dueAt: b.retryAt })),
+          orgId,
+        ),
+      );
+      const summary = {
+        sent: outcome.sent,
+        skipped: outcome.skipped,
+        cancelled: outcome.cancelled,
+        busy: outcome.busy.length,
+      };
       return own ? { summary, delayUntil: own.retryAt } : { summary };
     },
     task(job) {

@@ -10,5 +10,9 @@ export const TASK_CONCURRENCY = 2;
  * step is never taken over while it runs.
  */
 export function taskJob(engine: DeliveryEngine, config: Config): JobWiring {
-  return { processor: (job) => engine.handlers.task(job), concurrency: TASK_CONCURRENCY, lockDuration: config.TASK_LEASE_MS };
+  return {
+    processor: (job) => engine.handlers.task(job),
+    concurrency: TASK_CONCURRENCY,
+    lockDuration: config.TASK_LEASE_MS,
+  };
 }

@@ -40,7 +40,11 @@ export class Recorder {
   private readonly disabling = new Map<string, Promise<void>>();
 
   constructor(private readonly deps: RecordDeps) {
-    this.commit = new GroupCommit((items) => this.flush(items), { maxBatch: RECORD_BATCH, maxConcurrent: 2, minIntervalMs: RECORD_INTERVAL_MS });
+    this.commit = new GroupCommit((items) => this.flush(items), {
+      maxBatch: RECORD_BATCH,
+      maxConcurrent: 2,
+      minIntervalMs: RECORD_INTERVAL_MS,
+    });
   }
 
   /** Records one attempt of `delivery` started at `startedAt` with its answer. */
@@ -62,7 +66,13 @@ export class Recorder {
       durationMs: result.durationMs,
       responseSnippet: result.responseSnippet,
       effect: next.webhookEffect,
-      next: { status: next.status, cycleAttempts: next.cycleAttempts, throttledStreak: next.throttledStreak, nextRetryAt: next.nextRetryAt, error: next.error },
+      next: {
+        status: next.status,
+        cycleAttempts: next.cycleAttempts,
+        throttledStreak: next.throttledStreak,
+        nextRetryAt: next.nextRetryAt,
+        error: next.error,
+      },
     });
     // The disable runs here, after the record's statement, never inside the group commit that other attempts wait on.
     if (disable) await this.disable(delivery.orgId, delivery.webhookId, disable);
@@ -79,7 +89,9 @@ export class Recorder {
   private async flush(items: Item[]): Promise<ItemOutcome[]> {
     const { deps } = this;
     const now = new Date();
-    const changes = streakChanges(items.map((i) => ({ webhookId: i.webhookId, effect: i.effect, at: new Date(i.at.getTime() + i.durationMs) })));
+    const changes = streakChanges(
+      items.map((i) => ({ webhookId: i.webhookId, effect: i.effect, at: new Date(i.at.getTime() + i.durationMs) })),
+    );
     const { applied, failingSince } = await recordAttempts(deps.pool, items, changes, now);
     const tripped = new Set(trippedBreakers(changes, failingSince, now, deps.circuitBreakerSeconds));
     return items.map((i) => ({
@@ -94,7 +106,12 @@ export class Recorder {
     if (!running) {
       running = disableWebhook(this.deps, orgId, webhookId, reason)
         .then(() => undefined)
-        .catch((error: unknown) => this.deps.logger?.warn({ webhookId, err: (error as Error).message }, 'automatic disable failed; the next attempt tries again'))
+        .catch((error: unknown) =>
+          this.deps.logger?.warn(
+            { webhookId, err: (error as Error).message },
+            'automatic disable failed; the next attempt tries again',
+          ),
+        )
         .finally(() => this.disabling.delete(webhookId));
       this.disabling.set(webhookId, running);
     }

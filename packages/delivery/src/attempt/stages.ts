@@ -37,37 +37,92 @@ export async function checkRunnable(configs: EngineContext['configs'], delivery:
 }
 
 /** Asks flow control for a slot until `deadline` (the slot comes first, fairly; the request is signed once it has). */
-export async function acquire(flow: FlowControl, delivery: RunnableDelivery, webhook: LiveWebhook, deadline: number): Promise<Acquire> {
+export async function acquire(
+  flow: FlowControl,
+  delivery: RunnableDelivery,
+  webhook: LiveWebhook,
+  deadline: number,
+): Promise<Acquire> {
   const acquired = await flow.acquire(
-    { deliveryId: delivery.id, orgId: delivery.orgId, webhookId: webhook.id, origin: webhook.origin, rateLimitPerSecond: webhook.rateLimitPerSecond },
+    {
+      deliveryId: delivery.id,
+      orgId: delivery.orgId,
+      webhookId: webhook.id,
+      origin: webhook.origin,
+      rateLimitPerSecond: webhook.rateLimitPerSecond,
+    },
     deadline,
   );
   if (acquired.kind === 'slot') return acquired;
   // One that may be recalled is due from now (a lease needs it due), one that may not from its time.
-  return { kind: 'deferred', until: acquired.until, dueAt: dueAgain(acquired.recallable ? new Date() : acquired.until) };
+  return {
+    kind: 'deferred',
+    until: acquired.until,
+    dueAt: dueAgain(acquired.recallable ? new Date() : acquired.until),
+  };
 }
 
 /** Prepares one delivery's request (pure but for decryption): its body, and headers signed with the live secrets. */
-export function prepareRequest(deps: Pick<EngineContext, 'box'>, webhook: LiveWebhook, delivery: RunnableDelivery, now: Date): PreparedRequest {
+export function prepareRequest(
+  deps: Pick<EngineContext, 'box'>,
+  webhook: LiveWebhook,
+  delivery: RunnableDelivery,
+  now: Date,
+): PreparedRequest {
   const body = delivery.body ?? openBody(deps.box, delivery.bodyEncrypted ?? '', delivery.id);
-  return signedRequest(webhook, { id: delivery.id, body, contentType: delivery.contentType ?? 'application/json' }, now);
+  return signedRequest(
+    webhook,
+    { id: delivery.id, body, contentType: delivery.contentType ?? 'application/json' },
+    now,
+  );
 }
 
 /** {@link prepareRequest}, or the delivery cancelled when its stored body cannot be decrypted. */
-export function prepare(deps: Pick<EngineContext, 'box'>, webhook: LiveWebhook, delivery: RunnableDelivery, now: Date): Prepared {
+export function prepare(
+  deps: Pick<EngineContext, 'box'>,
+  webhook: LiveWebhook,
+  delivery: RunnableDelivery,
+  now: Date,
+): Prepared {
   try {
     return { kind: 'prepared', request: prepareRequest(deps, webhook, delivery, now) };
   } catch {
-    return { kind: 'cancelled', reason: deliveryError('secret_unreadable', 'the stored body cannot be decrypted with the configured keys') };
+    return {
+      kind: 'cancelled',
+      reason: deliveryError('secret_unreadable', 'the stored body cannot be decrypted with the configured keys'),
+    };
   }
 }
 
 /** Sends the request in a span of its own (CONTRACT 17) and returns the answer. */
-export async function send(sender: Sender, delivery: RunnableDelivery, webhook: LiveWebhook, request: PreparedRequest, startedAt: Date): Promise<Sent> {
-  const span = attemptSpan({ orgId: delivery.orgId, webhookId: webhook.id, deliveryId: delivery.id, origin: webhook.origin });
-  const result = await sender({ url: request.url, headers: span.headers(request.headers), body: request.body, clientCertificate: request.clientCertificate, auth: request.auth }).catch(
+export async function send(
+  sender: Sender,
+  delivery: RunnableDelivery,
+  webhook: LiveWebhook,
+  request: PreparedRequest,
+  startedAt: Date,
+): Promise<Sent> {
+  const span = attemptSpan({
+    orgId: delivery.orgId,
+    webhookId: webhook.id,
+    deliveryId: delivery.id,
+    origin: webhook.origin,
+  });
+  const result = await sender({
+    url: request.url,
+    headers: span.headers(request.headers),
+    body: request.body,
+    clientCertificate: request.clientCertificate,
+    auth: request.auth,
+  }).catch(
     // The sender reports failures as results; an exception is a bug there, recorded as a network error.
-    (): SendResult => ({ statusCode: 0, error: 'network_error', durationMs: Date.now() - startedAt.getTime(), responseSnippet: '', retryAfter: null }),
+    (): SendResult => ({
+      statusCode: 0,
+      error: 'network_error',
+      durationMs: Date.now() - startedAt.getTime(),
+      responseSnippet: '',
+      retryAfter: null,
+    }),
   );
   span.end(result);
   return { kind: 'answered', result };

@@ -46,12 +46,19 @@ export interface FlowControl {
 }
 
 /** The flow control of one worker process: its room, its send slots and, when given, the per-webhook rate. */
-export function createFlowControl(parts: { room: Admission; slots: SendScheduler; pace?: WebhookPace | undefined }): FlowControl {
+export function createFlowControl(parts: {
+  room: Admission;
+  slots: SendScheduler;
+  pace?: WebhookPace | undefined;
+}): FlowControl {
   const { room, slots, pace } = parts;
   return {
     room,
     async acquire(request, deadline) {
-      const turn = await slots.acquire({ orgId: request.orgId, webhookId: request.webhookId, origin: request.origin }, deadline);
+      const turn = await slots.acquire(
+        { orgId: request.orgId, webhookId: request.webhookId, origin: request.origin },
+        deadline,
+      );
       if (!turn) {
         // The time it comes back counts the deliveries already waiting for the webhook, not itself.
         const until = slots.retryAt(request.webhookId);

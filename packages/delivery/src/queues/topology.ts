@@ -48,8 +48,12 @@ export async function queueRoundTrip(queues: readonly Queue[]): Promise<void> {
     queues.map(async (queue) => {
       const client = (await queue.getBackend().client) as unknown as RedisConnection;
       const token = randomUUID();
-      const [read] = await Promise.all([client.eval(ROUND_TRIP, 1, `${queue.opts.prefix}:${queue.name}:readyz`, token), queue.getJobCounts('wait')]);
-      if (read !== token) throw new Error(`queue ${queue.opts.prefix}:${queue.name}: the round trip read back ${String(read)}`);
+      const [read] = await Promise.all([
+        client.eval(ROUND_TRIP, 1, `${queue.opts.prefix}:${queue.name}:readyz`, token),
+        queue.getJobCounts('wait'),
+      ]);
+      if (read !== token)
+        throw new Error(`queue ${queue.opts.prefix}:${queue.name}: the round trip read back ${String(read)}`);
     }),
   );
 }

@@ -33,12 +33,18 @@ export type TestBody = { ok: true; body: string; contentType: string } | { ok: f
  * Renders and packs the body of a test send, with the webhook's template and format, within `budgetMs`
  * (CONTRACT 15: the request's one render budget). Pure; the API runs it in its render pool.
  */
-export function renderTestBody(webhook: LiveWebhook, event: AuditEventData, budgetMs: number = REQUEST_RENDER_BUDGET_MS): TestBody {
+export function renderTestBody(
+  webhook: LiveWebhook,
+  event: AuditEventData,
+  budgetMs: number = REQUEST_RENDER_BUDGET_MS,
+): TestBody {
   const rendered = webhook.render(event, undefined, { maxDurationMs: budgetMs });
   if (!rendered.ok) return { ok: false, error: deliveryError('template_error', rendered.error) };
   const { bodies } = packBodies(webhook.format, [{ eventId: event.id, json: rendered.json }], webhook.maxEvents);
   const body = bodies[0];
-  return body ? { ok: true, body: body.body, contentType: body.contentType } : { ok: false, error: deliveryError('payload_too_large') };
+  return body
+    ? { ok: true, body: body.body, contentType: body.contentType }
+    : { ok: false, error: deliveryError('payload_too_large') };
 }
 
 /** Renders a test send's body away from the caller's event loop (the render pool), or in place. */
