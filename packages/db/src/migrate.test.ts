@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { appendFile, cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { getDMMF } from '@prisma/internals';
 import { Client } from 'pg';
-import { applyMigrations, MIGRATIONS_DIR } from '@gatehook/db/migrate';
+import { applyMigrations, MigrationChangedError, MIGRATIONS_DIR } from '@gatehook/db/migrate';
 
 const SERVER = process.env.TEST_PG_SERVER ?? 'postgresql://postgres@127.0.0.1:5432';
 const dbName = `gatehook_migrate_${randomBytes(4).toString('hex')}`;
@@ -60,6 +61,19 @@ describe('applyMigrations', () => {
   it('is safe when several runners start at once', async () => {
     const results = await Promise.all([1, 2, 3, 4].map(() => applyMigrations(databaseUrl)));
     for (const r of results) expect(r.applied).toEqual([]);
+  });
+
+  it('refuses a database made by other migrations: an applied migration whose file differs', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'gatehook-migrations-'));
+    try {
+      await cp(MIGRATIONS_DIR, dir, { recursive: true });
+      const first = (await readdir(dir)).filter((n) => !n.endsWith('.toml')).sort()[0]!;
+      await appendFile(path.join(dir, first, 'migration.sql'), '\n-- edited\n');
+      await expect(applyMigrations(databaseUrl, dir)).rejects.toEqual(new MigrationChangedError(first));
+      await expect(applyMigrations(databaseUrl, dir)).rejects.toBeInstanceOf(MigrationChangedError);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('produces exactly the tables, columns, enums and indexes that prisma/schema.prisma describes', async () => {

@@ -21,6 +21,17 @@ const CREATE_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS "_prisma_migrations"
     "applied_steps_count"   INTEGER NOT NULL DEFAULT 0
 )`;
 
+/**
+ * Thrown when an applied migration's file no longer matches what the database recorded: the database was made by
+ * other migrations than these (see docs/database.md, "Upgrading").
+ */
+export class MigrationChangedError extends Error {
+  constructor(readonly migration: string) {
+    super(`migration ${migration} was changed after it was applied (checksum differs; see docs/database.md, "Upgrading")`);
+    this.name = 'MigrationChangedError';
+  }
+}
+
 export interface MigrationResult {
   applied: string[];
   alreadyApplied: string[];
@@ -82,7 +93,7 @@ export async function applyMigrations(databaseUrl: string, dir = MIGRATIONS_DIR)
       const checksum = createHash('sha256').update(sql).digest('hex');
       if (done.has(name)) {
         if (done.get(name) !== checksum) {
-          throw new Error(`migration ${name} was changed after it was applied (checksum differs)`);
+          throw new MigrationChangedError(name);
         }
         result.alreadyApplied.push(name);
         continue;

@@ -28,11 +28,10 @@ export async function insertAuditEvents(pool: Pool | PoolClient, events: readonl
     if (last?.at !== receivedAt) last = { at: receivedAt, iso: receivedAt.toISOString() };
     return generatedId ? { ...data, received_at: last.iso, generated_id: true } : { ...data, received_at: last.iso };
   });
-  // insert_audit_events() (migrations 20261126120000_partitioned_history,
-  // 20261127150000_insert_audit_events_generated_ids)
-  // claims the ids in pending_fanout, then stores those not stored in any partition yet, each step with its own
-  // snapshot: audit_events is partitioned by received_at, so no unique index spans an id's partitions. Only the ids a
-  // client chose are looked for in the partitions; a generated one (`generated_id`) cannot have been stored before.
+  // insert_audit_events() (prisma/migrations, the initial migration) claims the ids in pending_fanout, then stores
+  // those not stored in any partition yet, each step with its own snapshot: audit_events is partitioned by
+  // received_at, so no unique index spans an id's partitions. Only the ids a client chose are looked for in the
+  // partitions; a generated one (`generated_id`) cannot have been stored before.
   const { rows: inserted } = await pool.query<{ org_id: string; id: string }>({
     name: 'insert_audit_events',
     text: 'SELECT org_id, id FROM insert_audit_events($1::jsonb)',

@@ -336,11 +336,11 @@ export async function dropExpiredPartitions(pool: Pool, horizon: Date, options: 
 const CHUNK = 5000;
 
 /**
- * Deletes, in chunks, the rows of the DEFAULT partitions older than `horizon`: deliveries created before it (ids
- * from before the upgrade, or from a clock far off), attempts made before it (an attempt older than the horizon
- * belongs to a delivery older still), and audit events received before it on which nothing is owed (not waiting
- * for fan-out, parked ones included, and not in a batch buffer). Rows reach these partitions rarely, so this stays
- * small once the pre-upgrade rows have aged out.
+ * Deletes, in chunks, the rows of the DEFAULT partitions older than `horizon`: deliveries created before it (ids no
+ * partition covers, from a clock far off or an upkeep outage longer than the week ahead), attempts made before it (an
+ * attempt older than the horizon belongs to a delivery older still), and audit events received before it on which
+ * nothing is owed (not waiting for fan-out, parked ones included, and not in a batch buffer). Rows reach these
+ * partitions rarely, so this stays small.
  */
 export async function sweepDefaultPartitions(pool: Pool, horizon: Date): Promise<{ deliveries: number; attempts: number; events: number }> {
   const at = horizon.toISOString();
