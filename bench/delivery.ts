@@ -34,7 +34,7 @@ import { issueApiKey } from '@gatehook/db/api-keys';
 import { parseConfig } from '@gatehook/core/config';
 import { createDb, sqlPool, type Db } from '@gatehook/db/client';
 import { CONTENT_TYPES, packBodies } from '@gatehook/delivery/render/bodies';
-import { FANOUT_MERGE_MS } from '@gatehook/delivery/jobs';
+import { FANOUT_MERGE_MS } from '@gatehook/delivery/tunables';
 import { renderEnvelope } from '@gatehook/delivery/render/envelope';
 import { deliveryHeaders } from '@gatehook/delivery/render/signing';
 import { createTestDatabase } from '@gatehook/testkit/database';

@@ -7,7 +7,7 @@ import { connectRedis, redisTarget } from '@gatehook/core/redis';
 import { runService, type RunningService, closeRedis } from '@gatehook/core/service';
 import { bootService } from '@gatehook/core/service-boot';
 import { createDb, warmPool } from '@gatehook/db/client';
-import { DeliveryQueues } from '@gatehook/delivery/jobs';
+import { DeliveryQueues } from '@gatehook/delivery';
 import { RenderPool } from '@gatehook/delivery/render/pool';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createApi } from './app';

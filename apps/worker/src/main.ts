@@ -4,7 +4,7 @@ import { runService, type RunningService } from '@gatehook/core/service';
 import { bootService } from '@gatehook/core/service-boot';
 import { createDb, warmPool } from '@gatehook/db/client';
 import { loadConfig } from './env';
-import { startEngine } from './engine';
+import { startWorker } from './worker';
 import { createWorkerServer } from './http';
 
 async function main(): Promise<RunningService> {
@@ -14,10 +14,10 @@ async function main(): Promise<RunningService> {
   // Its connections open and warm before the engine takes its first job.
   if (!(await warmPool(db)).warmed) logger.warn('not every database connection could be opened and warmed before taking jobs; they open on demand');
 
-  const engine = await startEngine({ config, db, box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY), logger });
+  const worker = await startWorker({ config, db, box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY), logger });
   const server = createWorkerServer({
-    checks: { postgres: () => db.$queryRaw`SELECT 1`, redis: () => engine.roundTrip() },
-    metrics: engine.metrics.registry,
+    checks: { postgres: () => db.$queryRaw`SELECT 1`, redis: () => worker.roundTrip() },
+    metrics: worker.metrics.registry,
     metricsToken: config.METRICS_TOKEN,
   });
   server.listen(config.WORKER_PORT);
@@ -29,7 +29,7 @@ async function main(): Promise<RunningService> {
     async stop() {
       server.close();
       // Workers finish their in-flight jobs (or hand them back) before connections close.
-      await engine.close();
+      await worker.close();
       await db.$disconnect();
       await tracing.stop();
     },

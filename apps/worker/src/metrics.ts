@@ -2,8 +2,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Pool } from '@gatehook/db/client';
 import { countParkedEvents } from '@gatehook/db/fanout-parking';
 import { registerStatementMetric } from '@gatehook/db/metrics';
-import type { Admission } from '@gatehook/delivery/admission';
-import type { DeliveryQueues, JobName } from '@gatehook/delivery/jobs';
+import type { DeliveryEngine, JobName } from '@gatehook/delivery';
 
 export interface WorkerMetrics {
   registry: Registry;
@@ -21,16 +20,17 @@ export interface WorkerMetrics {
   redisErrors: Counter<'where' | 'queue'>;
   /** OAuth 2.0 token requests of destinations (CONTRACT 20), by outcome (success, failure). */
   tokenFetches: Counter<'outcome'>;
-  /** Reports the attempt runner's room (set once the runner exists: it reports its attempts here). */
-  watchRoom(admission: Admission): void;
+  /** Reports the engine's queues and room (set once the engine exists: it reports its work here). */
+  watch(engine: Pick<DeliveryEngine, 'queues' | 'room'>): void;
 }
 
 /**
  * Prometheus metrics of one worker process: outcomes, attempt latency, queue depth, the deliveries it holds and
  * the runs waiting for room, reconciler re-enqueues, fan-out failures and the events parked for an operator.
  */
-export function createWorkerMetrics(queues: DeliveryQueues, pool: Pool): WorkerMetrics {
+export function createWorkerMetrics(pool: Pool): WorkerMetrics {
   const registry = new Registry();
+  let engine: Pick<DeliveryEngine, 'queues' | 'room'> | null = null;
   const deliveries = new Counter({
     name: 'gatehook_deliveries_total',
     help: 'Deliveries that reached a final status, by outcome',
@@ -87,6 +87,8 @@ export function createWorkerMetrics(queues: DeliveryQueues, pool: Pool): WorkerM
     labelNames: ['queue', 'state'],
     registers: [registry],
     async collect() {
+      if (!engine) return;
+      const { queues } = engine;
       for (const name of ['fanout', 'batch', 'deliver', 'task'] as JobName[]) {
         // Summed over the queue's shards.
         const counts = await queues.counts(name, 'waiting', 'active', 'delayed', 'failed').catch(() => {
@@ -113,13 +115,12 @@ export function createWorkerMetrics(queues: DeliveryQueues, pool: Pool): WorkerM
       if (parked !== null) this.set(parked);
     },
   });
-  let room: Admission | null = null;
   new Gauge({
     name: 'gatehook_worker_deliveries_in_progress',
     help: 'Deliveries this worker holds between lease and record (at most DELIVERY_CONCURRENCY + 200)',
     registers: [registry],
     collect() {
-      if (room) this.set(room.inUse);
+      if (engine) this.set(engine.room.inUse);
     },
   });
   new Gauge({
@@ -127,14 +128,14 @@ export function createWorkerMetrics(queues: DeliveryQueues, pool: Pool): WorkerM
     help: 'Runs of this worker (deliver jobs, fan-outs) waiting for room before their deliveries are leased',
     registers: [registry],
     collect() {
-      if (room) this.set(room.waiting);
+      if (engine) this.set(engine.room.waiting);
     },
   });
   registerStatementMetric(registry);
   return {
     registry, deliveries, attempts, stages, reenqueued, fanoutFailures, periodicRuns, queueWorkerRestarts, redisErrors, tokenFetches,
-    watchRoom(admission) {
-      room = admission;
+    watch(watched) {
+      engine = watched;
     },
   };
 }

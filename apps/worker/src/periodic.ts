@@ -2,7 +2,7 @@ import { Queue, type Job } from 'bullmq';
 import type { Logger } from '@gatehook/core/logger';
 import { within } from '@gatehook/core/readiness';
 import type { RedisConnection } from '@gatehook/core/redis';
-import { queuePrefix } from '@gatehook/delivery/jobs';
+import { queuePrefix } from '@gatehook/delivery';
 import { QueueConsumer } from './consumers';
 
 /** The periodic work of the deployment, by job scheduler id. */

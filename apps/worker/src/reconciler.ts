@@ -2,8 +2,8 @@ import type { Logger } from '@gatehook/core/logger';
 import type { RedisConnection } from '@gatehook/core/redis';
 import type { Db } from '@gatehook/db/client';
 import { QUEUED_STATUSES } from '@gatehook/db/delivery/status';
-import type { DeliveryQueues } from '@gatehook/delivery/jobs';
-import { reconcileTasks } from './processors/tasks';
+import type { DeliveryQueues } from '@gatehook/delivery';
+import { overdueTasks } from '@gatehook/db/webhook-tasks';
 
 export interface ReconcilerDeps {
   db: Db;
@@ -21,6 +21,8 @@ export interface ReconcilerDeps {
 
 const DEFAULT_GRACE = { eventsMs: 10_000, deliveriesMs: 30_000 };
 const LIMIT = 5000;
+/** Overdue tasks re-enqueued per pass at most. */
+const TASK_LIMIT = 1000;
 
 /** Where a sweep over the overdue deliveries stands: after this (next_retry_at, id), or at the start. */
 export type SweepPlace = { at: Date; id: string } | null;
@@ -146,4 +148,21 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: num
   if (counts.batches) deps.onReenqueued?.('batches', counts.batches);
   if (counts.events || counts.deliveries || counts.batches) deps.logger.info(counts, 'reconciler re-enqueued work');
   return counts;
+}
+
+/**
+ * The reconciler's share for tasks: re-enqueues the step of every running task that is overdue by more than the
+ * grace and not leased (its job was lost with Redis, or its worker died and the lease expired), so any worker
+ * continues it from its cursor. Returns how many were re-enqueued.
+ */
+export async function reconcileTasks(
+  deps: { db: Db; queues: DeliveryQueues; logger?: Logger },
+  now: number,
+  round: string,
+  graceMs: number,
+): Promise<number> {
+  const ids = await overdueTasks(deps.db, new Date(now), graceMs, TASK_LIMIT);
+  for (const id of ids) await deps.queues.taskStep(id, new Date(now), round);
+  if (ids.length > 0) deps.logger?.info({ tasks: ids.length }, 'reconciler re-enqueued task steps');
+  return ids.length;
 }

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { issueApiKey } from '@gatehook/db/api-keys';
 import { createDb, type Db } from '@gatehook/db/client';
 import { applyMigrations } from '@gatehook/db/migrate';
-import { ingestAuditEvents } from '@gatehook/delivery/ingest';
+import { ingestAuditEvents } from '@gatehook/delivery';
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { startPostgresServer, startRedisServer, startServiceProcess, type PostgresServer, type ServiceProcess } from '@gatehook/testkit/processes';
 import { startReceiver, testCa, type TestReceiver } from '@gatehook/testkit/receiver';

@@ -1,5 +1,5 @@
 import { sqlPool } from '@gatehook/db/client';
-import { DELIVER_CHUNK } from '@gatehook/delivery/jobs';
+import { tunables } from '@gatehook/delivery';
 import { createTestOrg } from '@gatehook/testkit/api';
 import { auditEvent, startStack, useStack } from '@gatehook/testkit/stack';
 import { waitFor } from '@gatehook/testkit/until';
@@ -67,8 +67,8 @@ describe('exclusive attempts', () => {
     const { rows } = await sqlPool(stack.api.db).query<{ id: string }>('SELECT id FROM deliveries WHERE webhook_id = $1', [hook.id]);
     const id = rows[0]!.id;
     // Duplicated jobs (a reconciler pass, a stalled job re-run) while the attempt is in flight.
-    await stack.engine.queues.deliverNow(Array.from({ length: 20 }, () => id));
-    for (let i = 0; i < 10; i++) await stack.engine.queues.deliverNow([id]);
+    await stack.engine.queues.deliverNow(Array.from({ length: 20 }, () => id), stack.org.orgId);
+    for (let i = 0; i < 10; i++) await stack.engine.queues.deliverNow([id], stack.org.orgId);
     await until(async () => ((await stack.engine.queues.counts('deliver', 'wait', 'active')).wait === 0 ? true : undefined));
     release();
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
@@ -90,9 +90,9 @@ describe("a worker's room", () => {
         return { status: 200, body: 'ok' };
       });
       const hook = await own.webhook(held, { events: ['policy.created'] });
-      const room = 5 + DELIVER_CHUNK;
+      const room = 5 + tunables.DELIVER_CHUNK;
       // Three jobs of 200 (more than one fan-out runs itself): the first is let in, the next waits for room.
-      await own.ingest(Array.from({ length: 3 * DELIVER_CHUNK }, () => auditEvent()));
+      await own.ingest(Array.from({ length: 3 * tunables.DELIVER_CHUNK }, () => auditEvent()));
       const gauge = async (name: string) => (await own.engine.metrics.registry.getSingleMetric(name)!.get()).values[0]?.value ?? 0;
       // Once the first job's lease has committed and the next job waits for room. (Within the 2 s slot deadline:
       // after it, deliveries turned away give their places back before their run releases their leases.)

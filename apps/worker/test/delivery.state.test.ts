@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { createTestOrg } from '@gatehook/testkit/api';
-import { COMPRESS_FROM_LENGTH } from '@gatehook/delivery/render/stored-body';
+import { tunables } from '@gatehook/delivery';
 import { auditEvent, startStack, useStack } from '@gatehook/testkit/stack';
 
 const stack = useStack({ DELIVERY_RETRY_SCHEDULE: '0,0.3,0.3,0.3,0.3,0.3,0.3,0.3' });
@@ -94,7 +94,7 @@ describe('manual retry (SPEC 4.1)', () => {
     expect(failed!.event_count).toBe(50);
     const first = r.requests[0]!;
     // Large enough to be stored deflated (packages/delivery/src/render/stored-body.ts).
-    expect(first.body.length).toBeGreaterThan(COMPRESS_FROM_LENGTH);
+    expect(first.body.length).toBeGreaterThan(tunables.COMPRESS_FROM_LENGTH);
     const stored = await stack.api.db.delivery.findUniqueOrThrow({ where: { id: failed!.id }, select: { bodyEncrypted: true } });
     expect(stored.bodyEncrypted!.length).toBeLessThan(first.body.length / 2);
 

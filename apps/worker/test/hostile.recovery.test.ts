@@ -2,13 +2,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createLogger } from '@gatehook/core/logger';
 import { sqlPool, type Pool } from '@gatehook/db/client';
-import { MAX_FANOUT_ATTEMPTS } from '@gatehook/delivery/pipeline/fanout-guard';
-import { DeliveryQueues, waitingJobId } from '@gatehook/delivery/jobs';
+import { DeliveryQueues, tunables, waitingJobId } from '@gatehook/delivery';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import type { TestReceiver } from '@gatehook/testkit/receiver';
 import { auditEvent, useStack } from '@gatehook/testkit/stack';
 import { until } from '@gatehook/testkit/until';
 import { reconcileOnce } from '@gatehook/worker/reconciler';
+import { obliterate, queuedJobs } from '@gatehook/testkit/queues';
 
 // Hostile input against the recovery machinery: work that keeps failing is parked and visible instead of
 // retried without end, one poisoned event fails only itself, and the reconciler never stacks jobs for a delivery
@@ -64,7 +64,7 @@ async function gatedReceiver(): Promise<{ receiver: TestReceiver; release: () =>
 }
 
 describe('fan-out that keeps failing', () => {
-  it(`fails on one poisoned event alone: the rest of its job goes out, and it is parked after MAX_FANOUT_ATTEMPTS (${MAX_FANOUT_ATTEMPTS}) runs, counted and visible`, async () => {
+  it(`fails on one poisoned event alone: the rest of its job goes out, and it is parked after MAX_FANOUT_ATTEMPTS (${tunables.MAX_FANOUT_ATTEMPTS}) runs, counted and visible`, async () => {
     const receiver = await stack.receiver();
     await stack.webhook(receiver, { events: ['policy.created'] });
     const before = await failuresCounted();
@@ -75,7 +75,7 @@ describe('fan-out that keeps failing', () => {
 
     await receiver.waitFor((requests) => requests.some((r) => idOf(r.body) === healthy), 5_000);
     const parked = await until(() => pendingRow(poisoned), (row) => row?.parked_at != null, 20_000);
-    expect(parked).toEqual({ attempts: MAX_FANOUT_ATTEMPTS, last_error: 'RangeError: Maximum call stack size exceeded', parked_at: expect.any(Date) });
+    expect(parked).toEqual({ attempts: tunables.MAX_FANOUT_ATTEMPTS, last_error: 'RangeError: Maximum call stack size exceeded', parked_at: expect.any(Date) });
     expect(await stack.api.db.delivery.count({ where: { eventIds: { has: poisoned } } })).toBe(0);
     expect(receiver.requests.map((r) => idOf(r.body))).toEqual([healthy]);
 
@@ -95,10 +95,10 @@ describe('fan-out that keeps failing', () => {
         db: stack.api.db, queues: scratch, intervalMs: 500, batchLingerMs: 200,
         logger: createLogger({ name: 'test', level: 'silent' }), grace: { eventsMs: 0, deliveriesMs: 300 },
       });
-      const queued = (await scratch.jobs('fanout', ['waiting'])).flatMap((j) => j.data.eventIds as string[]);
+      const queued = (await queuedJobs(scratch, 'fanout', ['waiting'])).flatMap((j) => j.data.eventIds as string[]);
       expect(queued).not.toContain(poisoned);
     } finally {
-      for (const name of ['fanout', 'batch', 'deliver', 'task'] as const) await scratch.obliterate(name);
+      for (const name of ['fanout', 'batch', 'deliver', 'task'] as const) await obliterate(scratch, name);
       await scratch.close();
       await redis.quit();
     }
@@ -116,12 +116,12 @@ describe('fan-out that keeps failing', () => {
     await stack.webhook(receiver, { events: ['policy.created'] });
     // Two healthy events, as the rows are left when runs died with their worker: one after MAX_FANOUT_ATTEMPTS
     // such runs, one after a single run (next to an event that killed it).
-    const dead = await storeEvent('{"policy_name": "dead"}', MAX_FANOUT_ATTEMPTS);
+    const dead = await storeEvent('{"policy_name": "dead"}', tunables.MAX_FANOUT_ATTEMPTS);
     const once = await storeEvent('{"policy_name": "once"}', 1);
 
     await receiver.waitFor((requests) => requests.some((r) => idOf(r.body) === once), 10_000);
     const parked = await until(() => pendingRow(dead), (row) => row?.parked_at != null, 10_000);
-    expect(parked).toEqual({ attempts: MAX_FANOUT_ATTEMPTS, last_error: null, parked_at: expect.any(Date) });
+    expect(parked).toEqual({ attempts: tunables.MAX_FANOUT_ATTEMPTS, last_error: null, parked_at: expect.any(Date) });
     await stack.settle([once]);
     expect(await stack.api.db.delivery.count({ where: { eventIds: { has: dead } } })).toBe(0);
     expect(receiver.requests.map((r) => idOf(r.body))).toEqual([once]);
@@ -147,7 +147,7 @@ describe('a delivery waiting on a busy origin', () => {
     const reenqueued = () => metric(() => stack.engine.metrics.reenqueued.get(), { kind: 'deliveries' });
     const rounds = () => metric(() => stack.engine.metrics.periodicRuns.get(), { job: 'reconcile', outcome: 'ok' });
     const watch = async () => {
-      const jobs = await stack.engine.queues.jobs('deliver', ['active', 'waiting', 'prioritized', 'delayed']);
+      const jobs = await queuedJobs(stack.engine.queues, 'deliver', ['active', 'waiting', 'prioritized', 'delayed']);
       for (const job of jobs) for (const id of job.data.deliveryIds as string[]) seen.get(id)?.add(job.id!);
     };
     // Both turned away once (each now has its waiting job), then four rounds.
@@ -191,7 +191,7 @@ describe('an attempt in flight', () => {
     const lease = await stack.api.db.delivery.findUniqueOrThrow({ where: { id: cancelled!.id }, select: { leasedUntil: true } });
     expect(lease.leasedUntil!.getTime()).toBeGreaterThan(Date.now());
     await until(
-      async () => (await stack.engine.queues.jobs('deliver', ['active', 'waiting', 'prioritized', 'delayed'])).filter((j) => (j.data.deliveryIds as string[]).includes(cancelled!.id)).length,
+      async () => (await queuedJobs(stack.engine.queues, 'deliver', ['active', 'waiting', 'prioritized', 'delayed'])).filter((j) => (j.data.deliveryIds as string[]).includes(cancelled!.id)).length,
       (n) => n === 0,
       5_000,
     );

@@ -5,7 +5,7 @@ import { ConfigCache } from '@gatehook/cache/config-cache';
 import { InvalidationBus, publishInvalidation } from '@gatehook/cache/invalidation';
 import { probe } from '@gatehook/core/readiness';
 import { connectRedis } from '@gatehook/core/redis';
-import { queueRoundTrip, queuePrefix, shardOf } from '@gatehook/delivery/jobs';
+import { queueRoundTrip, queuePrefix, shardOf } from '@gatehook/delivery';
 import { startTestApi, testConfig } from '@gatehook/testkit/api';
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { startTestEngine } from '@gatehook/testkit/engine';
@@ -13,9 +13,10 @@ import { auditEvent, startStack } from '@gatehook/testkit/stack';
 import { TEST_REDIS_CLUSTER_NODES } from '@gatehook/testkit/env';
 import { testRedis } from '@gatehook/testkit/redis';
 import { until } from '@gatehook/testkit/until';
-import type { Engine } from '@gatehook/worker/engine';
+import type { Worker as Engine } from '@gatehook/worker/worker';
 import { QueueConsumer } from '@gatehook/worker/consumers';
 import { createLogger } from '@gatehook/core/logger';
+import { queueOf } from '@gatehook/testkit/queues';
 
 // The queue layer of the worker on the Redis the project gives (one server, or the 3-master cluster of the
 // `redis-cluster` jest project): periodic work once per interval across workers, the watchdog, readiness, and the
@@ -39,7 +40,7 @@ describe('the engine on this Redis', () => {
     const config = testConfig({ DATABASE_URL: database.url, DELIVERY_QUEUE_SHARDS: '4' });
     const engine = await startTestEngine(config);
     try {
-      const client = (await engine.queues.queue('deliver').getBackend().client) as unknown as Redis | Cluster;
+      const client = (await queueOf(engine.queues, 'deliver').getBackend().client) as unknown as Redis | Cluster;
       expect('nodes' in client).toBe(onCluster);
       expect(engine.queues.shardsOf('deliver').map((q) => q.opts.prefix)).toEqual([0, 1, 2, 3].map((i) => `{${config.REDIS_PREFIX}:deliver:${i}}`));
       expect(engine.queues.shardsOf('fanout')).toHaveLength(4);
@@ -125,9 +126,9 @@ describe('the queue watchdog', () => {
       stall(blocking);
       const restarts = async () => (await engine.metrics.queueWorkerRestarts.get()).values.reduce((n, v) => n + v.value, 0);
       // A job for a delivery that does not exist: the run finds nothing to lease and completes.
-      await engine.queues.deliverNow([deliveryId]);
+      await engine.queues.deliverNow([deliveryId], randomUUID());
       await until(restarts, (n) => n >= 1, 10_000);
-      await until(async () => (await engine.queues.queue('deliver', shard).getJobCounts('wait', 'active')), (c) => c.wait === 0 && c.active === 0, 10_000);
+      await until(async () => (await queueOf(engine.queues, 'deliver', shard).getJobCounts('wait', 'active')), (c) => c.wait === 0 && c.active === 0, 10_000);
     } finally {
       await engine.stop();
     }

@@ -3,12 +3,12 @@ import { UnrecoverableError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createLogger } from '@gatehook/core/logger';
 import { createDb, type Db } from '@gatehook/db/client';
-import { MAX_FANOUT_ATTEMPTS } from '@gatehook/delivery/pipeline/fanout-guard';
-import { DeliveryQueues, queuePrefix, shardOf, waitingJobId } from '@gatehook/delivery/jobs';
+import { DeliveryQueues, queuePrefix, shardOf, tunables, waitingJobId } from '@gatehook/delivery';
 import { createTestDatabase } from '@gatehook/testkit/database';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { until } from '@gatehook/testkit/until';
 import { OverdueSweep, reconcileOnce, SharedOverdueSweep, type ReconcilerDeps } from '@gatehook/worker/reconciler';
+import { obliterate, queuedJobs } from '@gatehook/testkit/queues';
 
 // The reconciler on a database of its own (a pass scans all of it) and a queue prefix that no worker takes jobs
 // from: what its rounds leave on the queues is exactly what a worker would get.
@@ -30,7 +30,7 @@ beforeAll(async () => {
   await reconcileOnce(deps);
 });
 afterAll(async () => {
-  for (const name of ['fanout', 'batch', 'deliver', 'task'] as const) await queues.obliterate(name);
+  for (const name of ['fanout', 'batch', 'deliver', 'task'] as const) await obliterate(queues, name);
   await queues.close();
   await redis.quit();
   await db.$disconnect();
@@ -49,7 +49,7 @@ async function webhookRow(): Promise<{ orgId: string; webhookId: string }> {
 
 /** Distinct ids of the deliver jobs that name a delivery, whatever their state. */
 async function deliverJobsOf(deliveryId: string): Promise<string[]> {
-  const jobs = await queues.jobs('deliver', ['active', 'waiting', 'prioritized', 'delayed', 'failed']);
+  const jobs = await queuedJobs(queues, 'deliver', ['active', 'waiting', 'prioritized', 'delayed', 'failed']);
   return [...new Set(jobs.filter((j) => (j.data.deliveryIds as string[]).includes(deliveryId)).map((j) => j.id!))];
 }
 
@@ -63,7 +63,7 @@ describe('deliveries put back by the reconciler', () => {
       data: [waiting, lost].map((id) => ({ id, orgId, webhookId, status: 'pending' as const, eventIds: [], eventCount: 1, nextRetryAt: overdue })),
     });
     // Its next turn waits in the delayed set, as the engine left it; the other one's job was lost with Redis.
-    await queues.deliverLater([{ id: waiting, dueAt: new Date(Date.now() + 60_000) }]);
+    await queues.deliverLater([{ id: waiting, dueAt: new Date(Date.now() + 60_000) }], orgId);
 
     const counted: number[] = [];
     for (let round = 0; round < 4; round++) counted.push((await reconcileOnce(deps)).deliveries);
@@ -131,12 +131,12 @@ describe('events put back by the reconciler', () => {
         // A run that died with its worker (or failed on it) counted one attempt.
         { orgId, eventId: suspect, receivedAt: at(1), attempts: 1 },
         { orgId, eventId: fresh2, receivedAt: at(2) },
-        { orgId, eventId: parked, receivedAt: at(3), attempts: MAX_FANOUT_ATTEMPTS, parkedAt: new Date(), lastError: 'RangeError: x' },
+        { orgId, eventId: parked, receivedAt: at(3), attempts: tunables.MAX_FANOUT_ATTEMPTS, parkedAt: new Date(), lastError: 'RangeError: x' },
       ],
     });
 
     for (let round = 0; round < 3; round++) await reconcileOnce(deps);
-    const jobs = (await queues.jobs('fanout', ['waiting', 'prioritized', 'delayed', 'active'])).filter((j) => j.data.orgId === orgId);
+    const jobs = (await queuedJobs(queues, 'fanout', ['waiting', 'prioritized', 'delayed', 'active'])).filter((j) => j.data.orgId === orgId);
     expect(jobs.map((j) => j.data).sort((a, b) => b.eventIds.length - a.eventIds.length)).toEqual([
       { orgId, eventIds: [fresh1, fresh2], recovered: true },
       { orgId, eventIds: [suspect], recovered: true },

@@ -2,8 +2,6 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 
 /** Tokens bound to their column and row (additional authenticated data); every token encrypt() makes. */
 const FORMAT = 'gh2';
-/** Tokens made before binding existed: they open without additional data, wherever they are stored. */
-const LEGACY_FORMAT = 'gh1';
 
 /** Every column that holds a token of this box, named `table.column`. */
 export type SecretColumn =
@@ -45,9 +43,8 @@ interface Key {
  * AES-256-GCM for every secret at rest (URL, header values, var values, signing secrets, stored bodies).
  * The first key encrypts; every key decrypts, so keys rotate by prepending a new one. Each ciphertext names
  * its key by a short fingerprint, so decryption never has to try keys in turn. Each token is bound to its place
- * ({@link SecretPlace}) as additional authenticated data: `gh2` tokens open only in the column and row they were
- * made for; `gh1` tokens, made before binding existed, still open anywhere and are replaced by `gh2` tokens as their
- * rows are written again. Binding costs no key derivation: the additional data is a few bytes fed to GCM.
+ * ({@link SecretPlace}) as additional authenticated data: a token opens only in the column and row it was made
+ * for. Binding costs no key derivation: the additional data is a few bytes fed to GCM.
  */
 export class SecretBox {
   private readonly keys: Key[];
@@ -78,10 +75,10 @@ export class SecretBox {
     return `${FORMAT}.${key.id}.${sealed.toString('base64url')}`;
   }
 
-  /** Decrypts a token made by encrypt() for the same place (or a legacy unbound token) into bytes. */
+  /** Decrypts a token made by encrypt() for the same place into bytes. */
   decryptBytes(token: string, place: SecretPlace): Buffer {
     const [format, keyId, payload] = token.split('.');
-    if ((format !== FORMAT && format !== LEGACY_FORMAT) || !keyId || payload === undefined) throw new Error('not an encrypted value');
+    if (format !== FORMAT || !keyId || payload === undefined) throw new Error('not an encrypted value');
     const key = this.keys.find((k) => k.id === keyId);
     if (!key) throw new Error(`no configured encryption key matches key id ${keyId}`);
     const sealed = Buffer.from(payload, 'base64url');
@@ -91,11 +88,11 @@ export class SecretBox {
     const tag = sealed.subarray(sealed.length - AUTH_TAG_BYTES);
     const decipher = createDecipheriv('aes-256-gcm', key.bytes, iv, { authTagLength: AUTH_TAG_BYTES });
     decipher.setAuthTag(tag);
-    if (format === FORMAT) decipher.setAAD(additionalData(place));
+    decipher.setAAD(additionalData(place));
     return Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, sealed.length - AUTH_TAG_BYTES)), decipher.final()]);
   }
 
-  /** Decrypts a token made by encrypt() for the same place (or a legacy unbound token) into a UTF-8 string. */
+  /** Decrypts a token made by encrypt() for the same place into a UTF-8 string. */
   decrypt(token: string, place: SecretPlace): string {
     return this.decryptBytes(token, place).toString('utf8');
   }

@@ -1,8 +1,8 @@
 import type { SecretBox } from '@gatehook/core/encryption';
 import type { Logger } from '@gatehook/core/logger';
 import type { Db, Pool } from '@gatehook/db/client';
-import type { DeliveryQueues } from './jobs';
-import type { LocalRuns } from './pipeline/local-run';
+import type { DeliveryQueues } from './queues/producer';
+import type { LocalRuns } from './local-run';
 import type { RenderPool } from './render/pool';
 import type { WebhookConfigs } from './webhook-configs';
 import type { WebhookAnnouncer } from './state/webhook';

@@ -4,11 +4,12 @@ import { AppError } from '@gatehook/core/errors';
 import type { Logger } from '@gatehook/core/logger';
 import { annotateSpan, currentTraceparent } from '@gatehook/core/tracing';
 import { sqlPool, type Db } from '@gatehook/db/client';
-import { GroupCommit } from '@gatehook/db/group-commit';
+import { GroupCommit } from '@gatehook/core/group-commit';
 import { insertAuditEvents, type OutboxEvent } from '@gatehook/db/outbox';
 import { isDatabaseUnavailable } from '@gatehook/db/errors';
 import { parseAuditEvents, type AuditEventInput } from './audit-event-input';
-import type { DeliveryQueues } from './jobs';
+import type { DeliveryQueues } from './queues/producer';
+import { MAX_EVENTS_PER_STATEMENT } from './tunables';
 
 export interface IngestDeps {
   db: Db;
@@ -27,7 +28,6 @@ type OutboxWrite = { events: OutboxEvent[]; trace?: string | undefined };
 
 // One group commit per process and queue producer: concurrent ingestions share one INSERT and one enqueue.
 const outboxes = new WeakMap<object, GroupCommit<OutboxWrite, void>>();
-const MAX_EVENTS_PER_STATEMENT = 5000;
 
 function outboxOf(deps: IngestDeps): GroupCommit<OutboxWrite, void> {
   const key = deps.queues ?? deps.db;

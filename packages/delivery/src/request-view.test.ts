@@ -4,7 +4,7 @@ import { REDACTION_WITHHELD } from './render/redaction';
 import { secretsVersionOf } from './render/secrets-version';
 import { sealBody } from './render/stored-body';
 import { RequestViews, secretsValidAt, type WebhookSecrets } from './request-view';
-import { WEBHOOK_CONFIG_TTL_MS } from './webhook-configs';
+import { WEBHOOK_CONFIG_TTL_MS } from './tunables';
 
 describe('secretsValidAt', () => {
   const overlap = 86_400;

@@ -7,7 +7,7 @@ import { REDACTED, REDACTION_BUDGET_MS, Redactor } from './render/redaction';
 import { deliveryHeaders } from './render/signing';
 import { secretsVersionOf } from './render/secrets-version';
 import { openBody } from './render/stored-body';
-import { WEBHOOK_CONFIG_TTL_MS } from './webhook-configs';
+import { REDACTORS_KEPT, REDACTOR_CHARS_KEPT, WEBHOOK_CONFIG_TTL_MS } from './tunables';
 
 /** The stored secrets of a webhook, encrypted, as its row holds them. */
 export interface WebhookSecrets {
@@ -34,11 +34,6 @@ export interface SentDelivery {
   /** The start of the last attempt. */
   attemptAt: Date;
 }
-
-/** Redactors kept per version of a webhook's secret values (least recently used forgotten). */
-const REDACTORS_KEPT = 256;
-/** Characters of values the kept redactors may hold in all (each holds a few forms of every value). */
-const REDACTOR_CHARS_KEPT = 64 * 1024 * 1024;
 
 /** The request of a delivery's last attempt as the operator's view shows it (CONTRACT 17). */
 export interface RequestView {

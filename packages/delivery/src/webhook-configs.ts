@@ -15,12 +15,7 @@ import type { AuditEventData } from './render/envelope';
 import { renderEnvelope } from './render/envelope';
 import { renderWithTemplate } from './render/payload-template';
 import { deliveryError } from './state/delivery-error';
-
-/**
- * Longest a process renders with a webhook configuration it cached before a change, when the change's invalidation
- * message was lost (it is otherwise honoured within a second).
- */
-export const WEBHOOK_CONFIG_TTL_MS = 60_000;
+import { WEBHOOK_CONFIG_TTL_MS } from './tunables';
 
 /** The invalidation topic of webhook configuration; its keys are organisation ids. */
 export const WEBHOOKS_TOPIC = 'webhooks';

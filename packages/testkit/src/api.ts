@@ -16,7 +16,7 @@ import { createLogger } from '@gatehook/core/logger';
 import type { Permission, Role } from '@gatehook/core/api-keys';
 import { issueApiKey } from '@gatehook/db/api-keys';
 import { createDb, type Db } from '@gatehook/db/client';
-import { DeliveryQueues } from '@gatehook/delivery/jobs';
+import { DeliveryQueues } from '@gatehook/delivery';
 import type { HostLookup } from '@gatehook/egress/address-policy';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import type { RateLimiter } from '@gatehook/ratelimit/limiter';

@@ -2,7 +2,7 @@ import { publishInvalidation } from '@gatehook/cache/invalidation';
 import type { Logger } from '@gatehook/core/logger';
 import { recordAuditEvent, type OwnAuditEvent } from '@gatehook/db/audit-events';
 import type { Db, Prisma } from '@gatehook/db/client';
-import type { DeliveryQueues } from '@gatehook/delivery/jobs';
+import type { DeliveryQueues } from '@gatehook/delivery';
 import { WEBHOOKS_TOPIC } from '@gatehook/delivery/webhook-configs';
 import type { RedisConnection } from '@gatehook/core/redis';
 

@@ -3,14 +3,14 @@ import { AppError, notFound } from '@gatehook/core/errors';
 import type { Db } from '@gatehook/db/client';
 import type { Delivery, DeliveryAttempt } from '@gatehook/db/generated/client';
 import type { Sender } from '@gatehook/delivery/render/request';
-import type { DeliveryQueues } from '@gatehook/delivery/jobs';
+import type { DeliveryQueues } from '@gatehook/delivery';
 import { restartDeliveries } from '@gatehook/db/delivery/restart';
 import { isQueued, isRetryable } from '@gatehook/db/delivery/status';
 import type { RenderPool } from '@gatehook/delivery/render/pool';
 import type { TestResult } from '@gatehook/core/webhook-schema';
 import { parseStoredWebhookAuth } from '@gatehook/core/webhook-auth';
 import { sendTestEvent } from '@gatehook/delivery/pipeline/test-send';
-import type { WebhookPace } from '@gatehook/delivery/webhook-pace';
+import type { WebhookPace } from '@gatehook/delivery/flow/webhook-pace';
 import { byCreatedAt, bySequence, listPage } from '../http/pagination';
 import { deliveryError } from '@gatehook/delivery/state/delivery-error';
 

@@ -7,7 +7,7 @@ import { annotateSpan } from '@gatehook/core/tracing';
 import { recordAuditEvent } from '@gatehook/db/audit-events';
 import type { Db } from '@gatehook/db/client';
 import { loadActiveRules } from '@gatehook/db/rate-limit-rules';
-import type { DeliveryQueues } from '@gatehook/delivery/jobs';
+import type { DeliveryQueues } from '@gatehook/delivery';
 import type { Decision, ExceededEvent, RateLimiter, RuleOutcome } from '@gatehook/ratelimit/limiter';
 import type { ToolCall } from '@gatehook/ratelimit/scope';
 import type { LimiterLogger } from '@gatehook/ratelimit/rule-cache';

@@ -3,7 +3,7 @@ import { AppError, notFound, validationError } from '@gatehook/core/errors';
 import { recordAuditEvent } from '@gatehook/db/audit-events';
 import type { Db } from '@gatehook/db/client';
 import { createTask, findRunningTask, toWebhookTask, type TaskKind, type WebhookTask } from '@gatehook/db/webhook-tasks';
-import type { DeliveryQueues } from '@gatehook/delivery/jobs';
+import type { DeliveryQueues } from '@gatehook/delivery';
 import { checkTaskWindow } from '@gatehook/delivery/tasks/window';
 import { auditFields, type Actor } from '../http/actor';
 import { byCreatedAt, listPage } from '../http/pagination';

@@ -1,6 +1,6 @@
 /**
  * Recording attempts: the attempt rows, each delivery's next state and the webhooks' failure streaks, for a batch
- * of concurrent attempts in one statement (group commit, packages/db/src/group-commit.ts). The streaks' SQL is
+ * of concurrent attempts in one statement (group commit, packages/core/src/group-commit.ts). The streaks' SQL is
  * ../webhook/failure-streak.ts, embedded here.
  */
 import type { Pool } from '../client';

@@ -1,17 +1,22 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
-import { Admission } from '../admission';
-import type { AttemptBatchOutcome, AttemptRunner } from '../attempt';
+import { Admission } from '../flow/admission';
+import type { AttemptBatchOutcome, AttemptRunner } from '../attempt/runner';
 import { LocalDispatcher } from './dispatch';
-import { DELIVER_CHUNK, DeliveryQueues } from '../jobs';
+import { DeliveryQueues } from '../queues/producer';
+import { DELIVER_CHUNK } from '../tunables';
+import { obliterate, queuedJobs } from '@gatehook/testkit/queues';
+
+/** The organisation of every delivery here: the room is shared by it. */
+const ORG = randomUUID();
 
 const prefix = `test_${randomBytes(6).toString('hex')}`;
 const redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
 const queues = new DeliveryQueues(redis, prefix);
 
 afterAll(async () => {
-  await queues.obliterate('deliver');
+  await obliterate(queues, 'deliver');
   await queues.close();
   await redis.quit();
 });
@@ -28,7 +33,7 @@ function controlledRunner(capacity = 10) {
   };
   const admission = new Admission(capacity);
   // As the real runner: each delivery's place is given back when its run ends.
-  const holding = (ids: readonly string[]) => attempts(ids).finally(() => admission.give(ids.length));
+  const holding = (ids: readonly string[]) => attempts(ids).finally(() => admission.give(ids.length, ORG));
   const runner = {
     admission,
     runAdmitted: holding,
@@ -38,17 +43,17 @@ function controlledRunner(capacity = 10) {
   return { runner, given, finish, admission };
 }
 
-const queuedIds = async () => (await queues.jobs('deliver', ['waiting', 'delayed'])).flatMap((j) => j.data.deliveryIds as string[]).sort();
+const queuedIds = async () => (await queuedJobs(queues, 'deliver', ['waiting', 'delayed'])).flatMap((j) => j.data.deliveryIds as string[]).sort();
 
 describe('LocalDispatcher', () => {
-  beforeEach(() => queues.obliterate('deliver'));
+  beforeEach(() => obliterate(queues, 'deliver'));
 
   it('runs fresh deliveries in the process while the runner has room for them, and queues them past it', async () => {
     const { runner, given, finish, admission } = controlledRunner(2);
     const dispatcher = new LocalDispatcher(runner, queues);
     const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
-    await dispatcher.dispatch([a]);
-    await dispatcher.dispatch([b, c]); // one place left: both are queued, not split
+    await dispatcher.dispatch([a], ORG);
+    await dispatcher.dispatch([b, c], ORG); // one place left: both are queued, not split
     expect(given).toEqual([[a]]);
     expect(admission.inUse).toBe(1);
     expect(await queuedIds()).toEqual([b, c].sort());
@@ -62,8 +67,8 @@ describe('LocalDispatcher', () => {
     const { runner, finish } = controlledRunner();
     const dispatcher = new LocalDispatcher(runner, queues);
     const [busy, sent, lost] = [randomUUID(), randomUUID(), randomUUID()];
-    await dispatcher.dispatch([busy, sent]);
-    await dispatcher.dispatch([lost]);
+    await dispatcher.dispatch([busy, sent], ORG);
+    await dispatcher.dispatch([lost], ORG);
     finish[0]!({ sent: 1, skipped: 0, cancelled: 0, busy: [{ id: busy, retryAt: new Date(Date.now() + 60_000) }] });
     finish[1]!(new Error('Postgres is down'));
     await dispatcher.close();
@@ -73,7 +78,7 @@ describe('LocalDispatcher', () => {
   it('close waits for runs in progress, then sends everything to the queue', async () => {
     const { runner, given, finish } = controlledRunner();
     const dispatcher = new LocalDispatcher(runner, queues);
-    await dispatcher.dispatch([randomUUID()]);
+    await dispatcher.dispatch([randomUUID()], ORG);
     let closed = false;
     const closing = dispatcher.close().then(() => (closed = true));
     await new Promise((resolve) => setImmediate(resolve));
@@ -81,7 +86,7 @@ describe('LocalDispatcher', () => {
     finish[0]!({ sent: 1, skipped: 0, cancelled: 0, busy: [] });
     await closing;
     const late = randomUUID();
-    await dispatcher.dispatch([late]);
+    await dispatcher.dispatch([late], ORG);
     expect(given).toHaveLength(1);
     expect(await queuedIds()).toEqual([late]);
   });
@@ -89,11 +94,11 @@ describe('LocalDispatcher', () => {
   it('a run claimed before commit starts the deliveries created leased; places it did not use are given back', async () => {
     const { runner, given, finish, admission } = controlledRunner(2);
     const dispatcher = new LocalDispatcher(runner, queues);
-    const unused = (await dispatcher.claim(2))!;
+    const unused = (await dispatcher.claim(2, ORG))!;
     unused.cancel();
     unused.cancel(); // twice is once
     expect(admission.inUse).toBe(0);
-    const run = (await dispatcher.claim(2))!;
+    const run = (await dispatcher.claim(2, ORG))!;
     expect(run.leaseUntil.getTime()).toBeGreaterThan(Date.now());
     const id = randomUUID();
     // The commit created one of the two deliveries (the other's event was claimed by a racing fan-out).
@@ -101,7 +106,7 @@ describe('LocalDispatcher', () => {
     run.cancel(); // after start: gives back nothing its run holds
     expect(given).toEqual([[id]]);
     expect(admission.inUse).toBe(1);
-    await dispatcher.dispatch([randomUUID(), randomUUID()]); // no room for two while it runs: queued
+    await dispatcher.dispatch([randomUUID(), randomUUID()], ORG); // no room for two while it runs: queued
     expect(await queuedIds()).toHaveLength(2);
     finish[0]!({ sent: 1, skipped: 0, cancelled: 0, busy: [] });
     await dispatcher.close();
@@ -111,19 +116,19 @@ describe('LocalDispatcher', () => {
   it('a fan-out waits for room while runs end, and queues when none comes in time or once closing', async () => {
     const { runner, finish, admission } = controlledRunner(1);
     const dispatcher = new LocalDispatcher(runner, queues);
-    await dispatcher.dispatch([randomUUID()]); // holds the one place
-    const waiting = dispatcher.claim(1);
+    await dispatcher.dispatch([randomUUID()], ORG); // holds the one place
+    const waiting = dispatcher.claim(1, ORG);
     expect(admission.waiting).toBe(1);
     finish[0]!({ sent: 1, skipped: 0, cancelled: 0, busy: [] }); // the run ends: its place passes to the fan-out
     const run = (await waiting)!;
     expect(run).not.toBeNull();
     expect(admission.inUse).toBe(1);
     // Nothing frees the place now: the next claim gives up after ROOM_WAIT_MS, holding nothing.
-    expect(await dispatcher.claim(1)).toBeNull();
+    expect(await dispatcher.claim(1, ORG)).toBeNull();
     expect(admission.waiting).toBe(0);
     run.cancel();
     await dispatcher.close();
-    expect(await dispatcher.claim(1)).toBeNull();
+    expect(await dispatcher.claim(1, ORG)).toBeNull();
     expect(admission.inUse).toBe(0);
   });
 
@@ -131,10 +136,10 @@ describe('LocalDispatcher', () => {
     const { runner, given } = controlledRunner();
     const dispatcher = new LocalDispatcher(runner, queues);
     const ids = Array.from({ length: DELIVER_CHUNK + 1 }, () => randomUUID());
-    await dispatcher.dispatch(ids);
+    await dispatcher.dispatch(ids, ORG);
     expect(given).toEqual([]);
     expect(await queuedIds()).toEqual([...ids].sort());
-    expect((await queues.jobs('deliver', ['waiting', 'delayed', 'prioritized'])).length).toBe(2);
+    expect((await queuedJobs(queues, 'deliver', ['waiting', 'delayed', 'prioritized'])).length).toBe(2);
     await dispatcher.close();
   });
 });

@@ -1,16 +1,9 @@
 import type { Logger } from '@gatehook/core/logger';
-import type { AttemptBatchOutcome, AttemptRunner } from '../attempt';
-import type { LocalRun, LocalRuns } from './local-run';
-import { DELIVER_CHUNK, type DeliveryQueues } from '../jobs';
-
-/**
- * Longest a fan-out waits for room to run its fresh deliveries itself before it queues them instead. A saturated
- * worker frees its 250 places several times a second, so fan-out nearly always gets them and its deliveries keep
- * the local path (created leased, bodies in hand); the bound keeps a fan-out from waiting behind an endpoint that
- * holds its places for a whole timeout.
- */
-export const ROOM_WAIT_MS = 1_000;
-
+import type { AttemptBatchOutcome, AttemptRunner } from '../attempt/runner';
+import type { LocalRun, LocalRuns } from '../local-run';
+import type { DeliveryQueues } from '../queues/producer';
+import { DELIVER_CHUNK } from '../tunables';
+import { ROOM_WAIT_MS } from '../tunables';
 
 /**
  * Runs fresh deliveries' first attempts in the process that created them, when it has room, instead of a round
@@ -37,7 +30,7 @@ export class LocalDispatcher implements LocalRuns {
    * null when they are to be queued instead. The places of deliveries the commit did not create are given back
    * when the run starts.
    */
-  async claim(count: number, orgId = ''): Promise<LocalRun | null> {
+  async claim(count: number, orgId: string): Promise<LocalRun | null> {
     if (this.closed || count > DELIVER_CHUNK || !(await this.runner.admission.takeWithin(count, ROOM_WAIT_MS, orgId))) return null;
     if (this.closed) {
       this.runner.admission.give(count, orgId);
@@ -62,7 +55,7 @@ export class LocalDispatcher implements LocalRuns {
   }
 
   /** Starts the first attempts of committed deliveries (leasing them), or queues them when there is no room. */
-  readonly dispatch = async (deliveryIds: readonly string[], orgId = ''): Promise<void> => {
+  readonly dispatch = async (deliveryIds: readonly string[], orgId: string): Promise<void> => {
     if (deliveryIds.length === 0) return;
     if (this.closed || deliveryIds.length > DELIVER_CHUNK || !this.runner.admission.tryTake(deliveryIds.length, orgId)) return this.queues.deliverNow(deliveryIds, orgId);
     this.track(this.runner.runAdmitted(deliveryIds, orgId), deliveryIds, orgId);

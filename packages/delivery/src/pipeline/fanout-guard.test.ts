@@ -3,7 +3,8 @@ import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { until } from '@gatehook/testkit/until';
-import { countsItsStart, MAX_FANOUT_ATTEMPTS } from './fanout-guard';
+import { countsItsStart } from './fanout-guard';
+import { MAX_FANOUT_ATTEMPTS } from '../tunables';
 
 describe('MAX_FANOUT_ATTEMPTS', () => {
   it('is 5', () => {

@@ -2,12 +2,7 @@ import { isDatabaseUnavailable } from '@gatehook/db/errors';
 import { recordFanoutFailures, startFanoutRuns, type FanoutAttempts } from '@gatehook/db/fanout-parking';
 import type { EngineContext } from '../context';
 import { fanOut } from './fanout';
-
-/**
- * Fan-out runs an event may take without completing before it is parked: run alone, the same event failed this
- * many times (about half a minute of reconciler rounds by default), so it will not get better by itself.
- */
-export const MAX_FANOUT_ATTEMPTS = 5;
+import { MAX_FANOUT_ATTEMPTS } from '../tunables';
 
 /** What a guarded fan-out did: events claimed, deliveries created, and the events whose run failed. */
 export interface GuardedFanout {

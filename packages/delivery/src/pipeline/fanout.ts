@@ -2,7 +2,8 @@ import { commitFanout } from '@gatehook/db/delivery/create';
 import { readPendingEvents } from '@gatehook/db/outbox';
 import { scheduleBatchFlushes } from './batch-flush';
 import type { EngineContext } from '../context';
-import { DELIVER_CHUNK, type DeliveryQueues } from '../jobs';
+import type { DeliveryQueues } from '../queues/producer';
+import { DELIVER_CHUNK } from '../tunables';
 import { emptyPlan, mayChoose } from '../render/plan';
 import { disableWebhook } from '../state/webhook';
 

@@ -4,56 +4,11 @@ import { AppError } from '@gatehook/core/errors';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import type { TestResult } from '@gatehook/core/webhook-schema';
 import { signedRequest, type Sender } from '../render/request';
-import { packBodies } from '../render/bodies';
-import type { AuditEventData } from '../render/envelope';
-import { REQUEST_RENDER_BUDGET_MS } from '../render/payload-template';
+import { testEvent, type TestRenderer } from '../render/test-body';
 import { toLiveWebhook, type LiveWebhook } from '../webhook-configs';
 import { deliveryError } from '../state/delivery-error';
-import type { WebhookPace } from '../webhook-pace';
-
-/**
- * Longest a test send to a webhook with `rate_limit_per_second` waits for its turn; a turn further away is answered
- * 429 `rate_limited` with Retry-After (the request waits in the API, holding the caller's connection).
- */
-export const TEST_SEND_TURN_WAIT_MS = 2_000;
-
-/** The `webhook.test` event of a test send; never stored and never fanned out. */
-export function testEvent(webhook: Pick<StoredWebhook, 'id' | 'orgId' | 'name'>, now = new Date()): AuditEventData {
-  return {
-    id: randomUUID(),
-    org_id: webhook.orgId,
-    action: 'webhook.test',
-    actor_type: 'system',
-    actor_id: 'gatehook',
-    actor_display_name: 'Gatehook',
-    resource_type: 'webhook',
-    resource_id: webhook.id,
-    resource_display_name: webhook.name,
-    resources: {},
-    context: {},
-    changes: [],
-    payload: { webhook_id: webhook.id, webhook_name: webhook.name },
-    created_at: now.toISOString(),
-  };
-}
-
-/** A test send's body, or why there is none. */
-export type TestBody = { ok: true; body: string; contentType: string } | { ok: false; error: string };
-
-/**
- * Renders and packs the body of a test send, with the webhook's template and format, within `budgetMs`
- * (CONTRACT 15: the request's one render budget). Pure; the API runs it in its render pool.
- */
-export function renderTestBody(webhook: LiveWebhook, event: AuditEventData, budgetMs: number = REQUEST_RENDER_BUDGET_MS): TestBody {
-  const rendered = webhook.render(event, undefined, { maxDurationMs: budgetMs });
-  if (!rendered.ok) return { ok: false, error: deliveryError('template_error', rendered.error) };
-  const { bodies } = packBodies(webhook.format, [{ eventId: event.id, json: rendered.json }], webhook.maxEvents);
-  const body = bodies[0];
-  return body ? { ok: true, body: body.body, contentType: body.contentType } : { ok: false, error: deliveryError('payload_too_large') };
-}
-
-/** Renders a test send's body away from the caller's event loop (the render pool), or in place. */
-export type TestRenderer = (webhook: StoredWebhook, event: AuditEventData) => Promise<TestBody>;
+import type { WebhookPace } from '../flow/webhook-pace';
+import { TEST_SEND_TURN_WAIT_MS } from '../tunables';
 
 /**
  * Sends a `webhook.test` event to one webhook whatever its status, ignoring its condition but using its template,

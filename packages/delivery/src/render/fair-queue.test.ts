@@ -1,4 +1,5 @@
-import { FairQueue, ORG_CPU_BUDGET_MS, ORG_CPU_WINDOW_MS, SHORT_TASK_MS, type Started } from './fair-queue';
+import { FairQueue, type Started } from './fair-queue';
+import { ORG_CPU_BUDGET_MS, ORG_CPU_WINDOW_MS, SHORT_TASK_MS } from '../tunables';
 
 /** Starts every task the queue hands out now; returns them in order. */
 function startAll<T>(queue: FairQueue<T>, now: number): Started<T>[] {

@@ -1,19 +1,4 @@
-/**
- * Render time an organisation may use in a render pool per ORG_CPU_WINDOW_MS before it is held to T−1 of the
- * pool's T threads (CONTRACT 15). Past it, one thread always stays free for the other organisations, so their work
- * waits at most for one task that is already running, never for this organisation's backlog.
- */
-export const ORG_CPU_BUDGET_MS = 250;
-
-/** The window over which an organisation's render time is counted. */
-export const ORG_CPU_WINDOW_MS = 1_000;
-
-/**
- * Tasks no longer than this are short: an organisation over its budget whose tasks in the window were all short keeps
- * every thread (work-conserving), since another organisation's task then waits at most for one of them, well within
- * the 250 ms CONTRACT 15 allows. Above a plan slice (RENDER_SLICE_MS, 50 ms) with room for a loaded machine's jitter.
- */
-export const SHORT_TASK_MS = 150;
+import { ORG_CPU_BUDGET_MS, ORG_CPU_WINDOW_MS, SHORT_TASK_MS } from '../tunables';
 
 export interface FairQueueOptions {
   /** Threads of the pool (T), at least 2. */

@@ -4,7 +4,7 @@ import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import { sampleEvent } from './payload-template';
 import { previewRender } from './preview';
 import { openBody } from './stored-body';
-import { testEvent } from '../pipeline/test-send';
+import { testEvent } from './test-body';
 import { RenderPool } from './pool';
 
 // The real render thread, loaded under jest through its own TypeScript loader (thread-entry.cjs).

@@ -3,26 +3,12 @@ import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import type { AuditEventData } from './envelope';
 import { REQUEST_RENDER_BUDGET_MS } from './payload-template';
 import type { PreviewOutcome, PreviewRender } from './preview';
-import type { TestBody } from '../pipeline/test-send';
+import type { TestBody } from './test-body';
 import { FairPool } from './fair-pool';
 import { emptyPlan, mergePlan, type DeliveryPlan, type PlanInput, type PlanProgress, type PlanSlice } from './plan';
 import type { PlanTask, PreviewTask, RenderThreadData, RequestViewTask, TestTask } from './thread';
 import type { RequestView } from '../request-view';
-
-/**
- * Longest a plan task runs before it hands its thread back (plan.ts cuts between two events): the granularity of
- * fairness. A single render may take longer (up to its 1 s budget); a slice always finishes the render it began.
- */
-export const RENDER_SLICE_MS = 50;
-
-/**
- * A render task still running this long after it was handed to its thread has its thread terminated and replaced:
- * far past the 1 s render budget of an event and of a request, so only a thread that stopped checking its clock
- * reaches it. The clock is the wall's: on a machine whose cores are shared many times over (or a thread that is
- * still loading its code after a replacement) a healthy task can take several times its CPU time, and a deadline
- * that fired then would cascade, each replacement thread loading again while its tasks wait.
- */
-export const RENDER_HARD_DEADLINE_MS = 30_000;
+import { RENDER_HARD_DEADLINE_MS, RENDER_SLICE_MS } from '../tunables';
 
 const THREAD_ENTRY = join(__dirname, 'thread-entry.cjs');
 

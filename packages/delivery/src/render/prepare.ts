@@ -6,7 +6,6 @@ import type { NewDelivery } from '@gatehook/db/delivery/create';
 import { packBodies, type RenderedEvent } from './bodies';
 import { secretsVersionOf } from './secrets-version';
 import { sealBody } from './stored-body';
-import type { AuditEventData } from './envelope';
 import type { LiveWebhook } from '../webhook-configs';
 import { deliveryError } from '../state/delivery-error';
 
@@ -14,37 +13,6 @@ import { deliveryError } from '../state/delivery-error';
 export interface PreparedDelivery extends NewDelivery {
   /** Never stored: `bodyEncrypted` is. Null when there is no body. */
   body: string | null;
-}
-
-export interface PreparedDeliveries {
-  deliveries: PreparedDelivery[];
-  /** Every event failed to render: the webhook is to be disabled with reason template_error. */
-  templateBroken: boolean;
-}
-
-/**
- * Prepares the deliveries of `events` for one webhook, outside any transaction: renders each event, packs the
- * rendered events into bodies of at most 1 MB by the webhook's format and max_events, and seals each body for storage
- * (stored-body.ts). An
- * event that does not render, or whose body alone exceeds 1 MB, becomes its own failed delivery that carries the
- * error and is not retryable; the other events still go out.
- */
-export function prepareDeliveries(
-  webhook: LiveWebhook,
-  events: readonly AuditEventData[],
-  box: SecretBox,
-  now: Date,
-  envelopes?: Map<string, string>,
-): PreparedDeliveries {
-  const deliveries: PreparedDelivery[] = [];
-  const rendered: RenderedEvent[] = [];
-  for (const event of events) {
-    const result = webhook.render(event, envelopes);
-    if (result.ok) rendered.push({ eventId: event.id, json: result.json });
-    else deliveries.push(failedDelivery(webhook.id, event.id, deliveryError('template_error', result.error)));
-  }
-  deliveries.push(...packDeliveries(webhook, rendered, box, now));
-  return { deliveries, templateBroken: events.length > 0 && rendered.length === 0 };
 }
 
 /** The failed delivery of one event that produced no body: it carries the error and is not retryable. */

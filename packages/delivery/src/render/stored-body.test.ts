@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { SecretBox } from '@gatehook/core/encryption';
-import { COMPRESS_FROM_LENGTH, openBody, sealBody } from './stored-body';
+import { openBody, sealBody } from './stored-body';
+import { COMPRESS_FROM_LENGTH } from '../tunables';
 
 const box = new SecretBox(randomBytes(32).toString('base64'));
 const noVars = { varNames: [] };

@@ -1,5 +1,6 @@
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { SecretBox, SecretPlace } from '@gatehook/core/encryption';
+import { COMPRESS_FROM_LENGTH } from '../tunables';
 
 /**
  * A delivery's body as stored (deliveries.body_encrypted): encrypted always, bound to its delivery's row, and
@@ -18,8 +19,6 @@ import type { SecretBox, SecretPlace } from '@gatehook/core/encryption';
  * A compressed body is `COMPRESSED_PREFIX` followed by the encryption token of the deflated bytes; anything else is
  * the token of the body itself, so every body stored before compression existed still opens.
  */
-/** In string length (UTF-16 units), which is free to read; a batch is far past it whatever its characters. */
-export const COMPRESS_FROM_LENGTH = 4096;
 const COMPRESSED_PREFIX = 'z:';
 
 /** The webhook fields that decide how its bodies are stored. */

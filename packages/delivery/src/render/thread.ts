@@ -3,7 +3,7 @@ import { SecretBox } from '@gatehook/core/encryption';
 import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import type { AuditEventData } from './envelope';
 import { renderPreview, type PreviewOutcome, type PreviewRender } from './preview';
-import { renderTestBody, type TestBody } from '../pipeline/test-send';
+import { renderTestBody, type TestBody } from './test-body';
 import { LiveWebhooks, type VersionedWebhook } from '../webhook-configs';
 import { RequestViews, type RequestView, type SentDelivery, type WebhookSecrets } from '../request-view';
 import { planSlice, type PlanInput, type PlanProgress, type PlanSlice } from './plan';
@@ -57,7 +57,7 @@ export function preview(task: PreviewTask): PreviewOutcome {
   return renderPreview(task.input, task.budgetMs);
 }
 
-/** A test send's body (test-send.ts); the request itself is made by the caller. */
+/** A test send's body (test-body.ts); the request itself is made by the caller. */
 export function testBody(task: TestTask): TestBody {
   return renderTestBody(live(task.webhook), task.event, task.budgetMs);
 }

@@ -21,8 +21,8 @@ export interface DeliveryState {
   status: DeliveryStatus;
   /** Attempts of the current cycle that were not answered 429. */
   cycleAttempts: number;
-  /** Consecutive attempts answered 429 (column `throttled_streak`); reset by any other answer. Absent means 0. */
-  throttledStreak?: number;
+  /** Consecutive attempts answered 429 (column `throttled_streak`); reset by any other answer. */
+  throttledStreak: number;
 }
 
 /**
@@ -102,7 +102,7 @@ export function decideNextState(state: DeliveryState, result: AttemptResult, opt
   const after = (ms: number) => new Date(now.getTime() + ms);
 
   const classified = classifyAttempt(result.statusCode);
-  const throttledStreak = classified === 'throttled' ? (state.throttledStreak ?? 0) + 1 : 0;
+  const throttledStreak = classified === 'throttled' ? state.throttledStreak + 1 : 0;
   const counted = classified === 'throttled' && throttledStreak > MAX_CONSECUTIVE_THROTTLED ? 'failure' : classified;
 
   switch (counted) {

@@ -5,7 +5,7 @@ import type { Db, Prisma } from '@gatehook/db/client';
 import { cancelQueuedDeliveries, dropBatchItems } from '@gatehook/db/delivery/cancel';
 import type { Webhook } from '@gatehook/db/generated/client';
 import { disableActiveWebhook, setWebhookStatus, type WebhookStatusChange } from '@gatehook/db/webhook/status';
-import type { DeliveryQueues } from '../jobs';
+import type { DeliveryQueues } from '../queues/producer';
 import type { WebhookConfigs } from '../webhook-configs';
 import { stoppedBy, type DeliveryErrorCode } from './delivery-error';
 

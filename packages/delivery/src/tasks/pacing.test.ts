@@ -1,15 +1,6 @@
 import { checkTaskWindow, TASK_UNTIL_SLACK_MS } from './window';
-import {
-  isLastPage,
-  nextStepAt,
-  pageLimit,
-  sendChunk,
-  sendSlots,
-  slotsOf,
-  stepLimit,
-  TASK_PACING_HORIZON_MS,
-  TASK_WAIT_MS,
-} from './pacing';
+import { isLastPage, nextStepAt, pageLimit, sendChunk, sendSlots, slotsOf, stepLimit } from './pacing';
+import { TASK_PACING_HORIZON_MS, TASK_WAIT_MS } from '../tunables';
 
 const now = new Date('2026-11-24T12:00:00.000Z');
 const at = (offsetMs: number) => new Date(now.getTime() + offsetMs);

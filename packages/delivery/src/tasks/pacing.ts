@@ -1,17 +1,8 @@
+import { TASK_PACING_HORIZON_MS, TASK_SEND_TICK_MS, TASK_WAIT_MS } from '../tunables';
 /**
  * How a recover or replay task paces itself (CONTRACT 11, docs/recover-replay.md): pure functions of the webhook's
  * backlog, the task's send rate and its send clock.
  */
-
-/** How long a task whose webhook has a full backlog waits before it looks again. */
-export const TASK_WAIT_MS = 100;
-/**
- * How far ahead a task paced by TASK_SEND_RATE schedules its sends. Its next step comes when less than half of
- * this is left, so a step schedules about half a horizon of sends: one step a second at most rates.
- */
-export const TASK_PACING_HORIZON_MS = 1000;
-/** A paced task's sends go in one deliver job (one lease statement) per this much of its schedule. */
-export const TASK_SEND_TICK_MS = 50;
 
 /**
  * Pacing (docs/recover-replay.md): how many items the next step may take, 0 meaning "wait". A task keeps the

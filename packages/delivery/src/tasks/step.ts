@@ -13,7 +13,7 @@ import {
   postponeTask,
   type WebhookTask,
 } from '@gatehook/db/webhook-tasks';
-import type { DeliveryQueues } from '../jobs';
+import type { DeliveryQueues } from '../queues/producer';
 import type { RenderPool } from '../render/pool';
 import { deliveryError, stoppedBy } from '../state/delivery-error';
 import { afterAutomaticDisable, type WebhookAnnouncer } from '../state/webhook';

@@ -1,5 +1,5 @@
-import { INITIAL_ENDPOINT_LIMIT } from './adaptive-limit';
-import { MAX_TURN_AWAY_MS, MIN_TURN_AWAY_MS, RECALL_WINDOW_MS, SendScheduler, UNKNOWN_HOLD_MS, type SendTarget, type SendTurn } from './send-scheduler';
+import { SendScheduler, type SendTarget, type SendTurn } from './fair-share';
+import { INITIAL_ENDPOINT_LIMIT, MAX_TURN_AWAY_MS, MIN_TURN_AWAY_MS, RECALL_WINDOW_MS, UNKNOWN_HOLD_MS } from '../tunables';
 
 const far = () => Date.now() + 60_000;
 const quick = { statusCode: 200, error: null, durationMs: 3 };

@@ -1,31 +1,8 @@
 import { LRUCache } from 'lru-cache';
-import { AdaptiveLimit, answerSignal, QUICK_ANSWER_MS } from './adaptive-limit';
-
-/** Shortest time a delivery turned away by a full endpoint stays away. */
-export const MIN_TURN_AWAY_MS = 250;
-/** Longest: a delivery waiting on an endpoint that stays full looks again at least this often. */
-export const MAX_TURN_AWAY_MS = 60_000;
-/**
- * The time per request assumed of a receiver that has never answered, until the age of its requests says more: so
- * that one which hangs from its first request has a short line in the process (at the default 2 s slot wait and a
- * starting limit of 2, 16 waiters), not one as long as the room, while its requests are still young. It is also how
- * long, from its first request, the excess beyond that line waits for the receiver's first answer instead of being
- * turned away at once: a fresh receiver that is quick answers within moments, and then its whole burst is judged by
- * its real pace (a worker just started sees every webhook fresh, and turning away most of its first burst would send
- * each of those deliveries back through a job and a lease of its own); one that hangs holds them that long at most.
- */
-export const UNKNOWN_HOLD_MS = 250;
-/** Weight of the newest request in an endpoint's average time per request. */
-const HOLD_SMOOTHING = 0.2;
-/** Endpoints whose limit and pace are remembered while they have nothing in flight (least recently used forgotten). */
-const REMEMBERED_ENDPOINTS = 10_000;
-/** Deliveries turned away whose endpoint is remembered, so their next turn can be refused without I/O. */
-const REMEMBERED_WAITERS = 100_000;
-/**
- * How long deliveries recalled to a webhook with room (SendSchedulerOptions.recall) count against that room while
- * they are on their way back; a recall whose job another worker took, or that found no job, stops counting then.
- */
-export const RECALL_WINDOW_MS = 1_000;
+import { AdaptiveLimit, answerSignal } from './adaptive-limit';
+import { DeferredRegistry } from './deferred';
+import { canServe, firstAnswerWindow, holdEstimate, learnHold, stayAwayMs, type EndpointPace } from './pace-estimate';
+import { REMEMBERED_ENDPOINTS } from '../tunables';
 
 /** Who a request is for: the organisation and webhook it is shared between, and the origin it goes to. */
 export interface SendTarget {
@@ -72,11 +49,6 @@ interface Waiter {
   asked: number;
 }
 
-interface EndpointPace {
-  limit: AdaptiveLimit;
-  holdMs: number | undefined;
-}
-
 class Endpoint {
   inFlight = 0;
   lastServed = 0;
@@ -119,14 +91,8 @@ export class SendScheduler {
   private readonly waitingOrgs = new Set<Org>();
   private readonly origins = new Map<string, number>();
   private readonly paces = new LRUCache<string, EndpointPace>({ max: REMEMBERED_ENDPOINTS });
-  /** Deliveries turned away by a full webhook, with that webhook. */
-  private readonly turnedAway = new Map<string, string>();
-  /** The same per webhook, oldest first. */
-  private readonly turnedAwayPerWebhook = new Map<string, Set<string>>();
-  /** Deliveries recalled ({@link SendSchedulerOptions.recall}) and not yet back, with their webhook. */
-  private readonly recalled = new Map<string, string>();
-  /** Per webhook: how many recalled deliveries are on their way back, counted until `until`. */
-  private readonly recalling = new Map<string, { count: number; until: number }>();
+  /** Deliveries turned away by a full webhook, and those recalled ({@link SendSchedulerOptions.recall}). */
+  private readonly deferred = new DeferredRegistry();
 
   constructor(private readonly options: SendSchedulerOptions) {}
 
@@ -165,7 +131,7 @@ export class SendScheduler {
     const now = Date.now();
     const left = deadline - now;
     // Beyond the line its pace can serve, a request waits only while its webhook has yet to give a first answer.
-    const until = left > 0 && !this.canServe(endpoint, endpoint.waiters.length + 1, left, now) ? this.firstAnswerWindow(endpoint, now) : deadline;
+    const until = left > 0 && !canServe(endpoint, endpoint.waiters.length + 1, left, now, this.options.slots) ? firstAnswerWindow(endpoint, now) : deadline;
     if (left <= 0 || until === undefined) {
       this.turnAwayUnservable(endpoint, now);
       this.forgetIfIdle(endpoint);
@@ -188,42 +154,22 @@ export class SendScheduler {
 
   /** Remembers that a delivery waits for its webhook (bounded: past the cap the memory starts over). */
   noteWaiting(deliveryId: string, webhookId: string): void {
-    if (this.turnedAway.size >= REMEMBERED_WAITERS && !this.turnedAway.has(deliveryId)) {
-      this.turnedAway.clear();
-      this.turnedAwayPerWebhook.clear();
-    }
-    this.doneWaiting(deliveryId);
-    this.turnedAway.set(deliveryId, webhookId);
-    let waiting = this.turnedAwayPerWebhook.get(webhookId);
-    if (!waiting) this.turnedAwayPerWebhook.set(webhookId, (waiting = new Set()));
-    waiting.add(deliveryId);
+    this.deferred.note(deliveryId, webhookId);
   }
 
   /** Whether a delivery was recalled (SendSchedulerOptions.recall) and has not come back yet. */
   isRecalled(deliveryId: string): boolean {
-    return this.recalled.has(deliveryId);
+    return this.deferred.isRecalled(deliveryId);
   }
 
   /** The webhook a delivery is known to wait for, if it was turned away before. */
   waitingFor(deliveryId: string): string | undefined {
-    return this.turnedAway.get(deliveryId);
+    return this.deferred.webhookOf(deliveryId);
   }
 
   /** Forgets a delivery's wait once it gets a turn (or anything else happens to it). */
   doneWaiting(deliveryId: string): void {
-    const recalledBy = this.recalled.get(deliveryId);
-    if (recalledBy !== undefined) {
-      this.recalled.delete(deliveryId);
-      const pending = this.recalling.get(recalledBy);
-      if (pending && pending.count > 1) pending.count -= 1;
-      else this.recalling.delete(recalledBy);
-    }
-    const webhookId = this.turnedAway.get(deliveryId);
-    if (webhookId === undefined) return;
-    this.turnedAway.delete(deliveryId);
-    const waiting = this.turnedAwayPerWebhook.get(webhookId);
-    waiting?.delete(deliveryId);
-    if (waiting?.size === 0) this.turnedAwayPerWebhook.delete(webhookId);
+    this.deferred.forget(deliveryId);
   }
 
   /**
@@ -232,28 +178,10 @@ export class SendScheduler {
    */
   private recallInto(endpoint: Endpoint, now = Date.now()): void {
     const { recall } = this.options;
-    const webhookId = endpoint.target.webhookId;
-    const waiting = this.turnedAwayPerWebhook.get(webhookId);
-    if (!recall || !waiting || endpoint.waiters.length > 0) return;
-    let pending = this.recalling.get(webhookId);
-    if (pending && pending.until <= now) {
-      this.recalling.delete(webhookId);
-      pending = undefined;
-    }
-    const room = Math.min(endpoint.pace.limit.current - endpoint.inFlight, this.options.slots - this.inFlight) - (pending?.count ?? 0);
-    if (room <= 0) return;
-    const ids: string[] = [];
-    for (const deliveryId of waiting) {
-      ids.push(deliveryId);
-      if (ids.length >= room) break;
-    }
-    for (const deliveryId of ids) {
-      this.doneWaiting(deliveryId);
-      this.recalled.set(deliveryId, webhookId);
-    }
-    if (this.recalled.size > REMEMBERED_WAITERS) this.recalled.clear();
-    this.recalling.set(webhookId, { count: (pending?.count ?? 0) + ids.length, until: now + RECALL_WINDOW_MS });
-    recall(ids);
+    if (!recall || endpoint.waiters.length > 0) return;
+    const room = Math.min(endpoint.pace.limit.current - endpoint.inFlight, this.options.slots - this.inFlight);
+    const ids = this.deferred.recall(endpoint.target.webhookId, room, now);
+    if (ids.length > 0) recall(ids);
   }
 
   /**
@@ -264,33 +192,9 @@ export class SendScheduler {
   retryAt(webhookId: string, now = Date.now()): Date {
     const pace = this.paceOf(webhookId);
     const endpoint = this.endpoints.get(webhookId);
-    const ahead = (this.turnedAwayPerWebhook.get(webhookId)?.size ?? 0) + (endpoint?.waiters.length ?? 0);
-    const hold = endpoint ? this.holdEstimate(endpoint, now) : (pace.holdMs ?? 0);
-    const base = Math.min(MAX_TURN_AWAY_MS, Math.max(MIN_TURN_AWAY_MS, (ahead / pace.limit.current) * hold));
-    return new Date(now + base + Math.floor(Math.random() * Math.min(base, 1_000)));
-  }
-
-  /**
-   * How long a request of `endpoint` holds its slot, as far as is known: its average, or the age of its oldest
-   * request in flight when that is longer (a receiver that has just started to hang, or has not answered yet).
-   */
-  private holdEstimate(endpoint: Endpoint, now: number): number {
-    let hold = endpoint.pace.holdMs ?? UNKNOWN_HOLD_MS;
-    for (const { at } of endpoint.started) hold = Math.max(hold, now - at);
-    return hold;
-  }
-
-  /**
-   * Until when a request beyond the line of `endpoint` may wait for its first answer: UNKNOWN_HOLD_MS after its
-   * first request started, while it has never answered in this process; undefined when that is past or it has.
-   */
-  private firstAnswerWindow(endpoint: Endpoint, now: number): number | undefined {
-    if (endpoint.pace.holdMs !== undefined) return undefined;
-    let first = Infinity;
-    for (const { at } of endpoint.started) first = Math.min(first, at);
-    if (first === Infinity) return undefined;
-    const end = first + UNKNOWN_HOLD_MS;
-    return end > now ? end : undefined;
+    const ahead = this.deferred.count(webhookId) + (endpoint?.waiters.length ?? 0);
+    const hold = endpoint ? holdEstimate(endpoint, now) : (pace.holdMs ?? 0);
+    return new Date(now + stayAwayMs(ahead, pace.limit.current, hold));
   }
 
   /** Turns `waiter` away at its deadline unless it gets its turn first. */
@@ -317,36 +221,6 @@ export class SendScheduler {
   }
 
   /**
-   * Whether the `position`-th waiter of a saturated endpoint can get its turn within `left` ms at its pace. A
-   * receiver whose limit is climbing (its answers are quick) is judged by the limit it can reach within the wait
-   * ({@link reachableLimit}), not by where its limit stands: a fresh webhook starts at 2 and doubles with each round
-   * of answers, so judged by its starting limit
-   * most of a first burst would be turned away (each delivery back through a waiting job, at least
-   * MIN_TURN_AWAY_MS later) while the limit reaches its ceiling within a few round trips. A waiter the estimate
-   * lets stay still leaves at its deadline if its turn has not come.
-   */
-  private canServe(endpoint: Endpoint, position: number, left: number, now: number): boolean {
-    const { limit } = endpoint.pace;
-    if (endpoint.inFlight < limit.current) return true;
-    const hold = this.holdEstimate(endpoint, now);
-    return (position / this.reachableLimit(endpoint, hold, left)) * hold <= left;
-  }
-
-  /**
-   * The limit an endpoint can have reached `left` ms from now: while it climbs (quick 2xx answers) it doubles with
-   * each round of answers, one round per `hold`, up to its ceiling and the process's slots; otherwise where it
-   * stands. Bounded by the rounds that fit in the wait, so a receiver that answers 2xx slowly keeps a short line
-   * (and holds few places of the room) instead of one sized for a ceiling it cannot reach in time.
-   */
-  private reachableLimit(endpoint: Endpoint, hold: number, left: number): number {
-    const { limit } = endpoint.pace;
-    if (!limit.growing || hold > QUICK_ANSWER_MS) return limit.current;
-    const ceiling = Math.min(limit.max, this.options.slots);
-    const rounds = left / Math.max(1, hold);
-    return Math.max(limit.current, Math.min(ceiling, limit.current * 2 ** Math.min(rounds, 30)));
-  }
-
-  /**
    * Turns away, newest first, the waiters the endpoint can no longer serve before their deadlines (its requests in
    * flight have held their slots longer than expected): their places in the room are given back now, not at their
    * deadlines, and they come back at the endpoint's pace.
@@ -354,7 +228,7 @@ export class SendScheduler {
   private turnAwayUnservable(endpoint: Endpoint, now: number): void {
     while (endpoint.waiters.length > 0) {
       const last = endpoint.waiters[endpoint.waiters.length - 1]!;
-      if (this.canServe(endpoint, endpoint.waiters.length, last.deadline - now, now)) return;
+      if (canServe(endpoint, endpoint.waiters.length, last.deadline - now, now, this.options.slots)) return;
       endpoint.waiters.pop();
       clearTimeout(last.timer);
       this.noteDequeued(endpoint);
@@ -422,8 +296,7 @@ export class SendScheduler {
         const { pace } = endpoint;
         const firstAnswer = result !== undefined && pace.holdMs === undefined;
         if (result) {
-          const heldMs = Date.now() - startedAt;
-          pace.holdMs = pace.holdMs === undefined ? heldMs : pace.holdMs + HOLD_SMOOTHING * (heldMs - pace.holdMs);
+          learnHold(pace, Date.now() - startedAt);
           pace.limit.update(answerSignal(result), endpoint.inFlight + 1);
         }
         this.pump();

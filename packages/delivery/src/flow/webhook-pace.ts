@@ -2,24 +2,11 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '@gatehook/core/logger';
+import { INLINE_TRIES, INLINE_WAIT_MS, PACE_TIMEOUT_MS, TURN_SPACING_PERCENT, WARN_INTERVAL_MS } from '../tunables';
 
-const SCRIPT = readFileSync(path.join(__dirname, 'lua/take-webhook-turn-1.lua'), 'utf8');
+const SCRIPT = readFileSync(path.join(__dirname, '../lua/take-webhook-turn-1.lua'), 'utf8');
 /** The script's command name on the connection (ioredis runs it by EVALSHA, loading it once when Redis lacks it). */
 const COMMAND = 'gatehookTakeWebhookTurn';
-
-/** Longest wait for Redis before a turn is granted anyway (fail open). */
-export const PACE_TIMEOUT_MS = 250;
-/**
- * A request told to come back within this long (and within two turns) waits for it in place, holding its send slot,
- * instead of going back to the queue: a delivery returning from the queue arrives a little late or a little early
- * (timers, the job system), and without this, one that is early by a millisecond would be sent back to the end of the
- * line while the schedule slips by every late one's delay.
- */
-export const INLINE_WAIT_MS = 100;
-/** How many turns a request asks for in place before it is sent back to the queue. */
-const INLINE_TRIES = 3;
-/** At most one warning per this interval while Redis cannot be asked. */
-const WARN_INTERVAL_MS = 10_000;
 
 type WithTurnCommand = { [COMMAND](key: string, intervalMicros: number, inPlaceMicros: number): Promise<[number, number, number]> };
 
@@ -27,13 +14,6 @@ type WithTurnCommand = { [COMMAND](key: string, intervalMicros: number, inPlaceM
 export function paceKey(prefix: string, orgId: string, webhookId: string): string {
   return `${prefix}:pace:{${orgId}}:${webhookId}`;
 }
-
-/**
- * How much wider than 1/rate turns are spaced. Turns are exact on the Redis clock, but between the grant and the
- * receiver lie the worker's event loop, signing, TLS and the network: 2% buys about 20 ms of such jitter at any rate
- * (the rate × the margin of one interval) before a one-second window at the receiver could hold one request more.
- */
-export const TURN_SPACING_PERCENT = 102;
 
 /** Microseconds between two turns at `perSecond`, rounded up, so that a second never holds more than `perSecond`. */
 export function turnIntervalMicros(perSecond: number): number {

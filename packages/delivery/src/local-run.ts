@@ -22,7 +22,7 @@ export interface LocalRun {
  */
 export interface LocalRuns {
   /** Reserves room for `count` deliveries about to be created leased, or null when they are to be queued. */
-  claim(count: number, orgId?: string): Promise<LocalRun | null>;
+  claim(count: number, orgId: string): Promise<LocalRun | null>;
   /** Starts the first attempts of committed deliveries, or queues them when there is no room. */
-  dispatch(deliveryIds: readonly string[], orgId?: string): Promise<void>;
+  dispatch(deliveryIds: readonly string[], orgId: string): Promise<void>;
 }

@@ -4,12 +4,15 @@ import { DEVELOPMENT_ENCRYPTION_KEY } from '@gatehook/core/config';
 import { createDb, sqlPool } from '@gatehook/db/client';
 import { TEST_DATABASE_URL } from '@gatehook/testkit/env';
 import { generateSigningSecret } from '@gatehook/core/signing-secret';
-import { AttemptRunner, prepareRequest, type AttemptDeps, type RunnableDelivery } from './attempt';
-import type { DeliveryQueues } from './jobs';
-import { SendScheduler } from './scheduler/send-scheduler';
-import type { RenderPool } from './render/pool';
-import { sealBody } from './render/stored-body';
-import { toLiveWebhook, WebhookConfigs } from './webhook-configs';
+import { AttemptRunner, type AttemptDeps, type RunnableDelivery } from './runner';
+import { prepareRequest } from './stages';
+import { Admission } from '../flow/admission';
+import { createFlowControl } from '../flow/flow-control';
+import type { DeliveryQueues } from '../queues/producer';
+import { SendScheduler } from '../flow/fair-share';
+import type { RenderPool } from '../render/pool';
+import { sealBody } from '../render/stored-body';
+import { toLiveWebhook, WebhookConfigs } from '../webhook-configs';
 import { waitFor } from '@gatehook/testkit/until';
 
 const db = createDb(TEST_DATABASE_URL, { poolSize: 2 });
@@ -30,12 +33,11 @@ function deps(scheduler: SendScheduler, maxInProgress?: number): AttemptDeps {
     send: async () => {
       throw new Error('nothing is sent in these tests');
     },
-    scheduler,
+    flow: createFlowControl({ room: new Admission(maxInProgress ?? Number.POSITIVE_INFINITY), slots: scheduler }),
     retrySchedule: [0, 5, 300, 1800, 7200, 18000, 36000, 36000],
     retryAfterCapSeconds: 3600,
     circuitBreakerSeconds: 259200,
     timeoutMs: 1000,
-    ...(maxInProgress === undefined ? {} : { maxInProgress }),
   };
 }
 

@@ -1,4 +1,5 @@
-import { AdaptiveLimit, BACKOFF_RATIO, INITIAL_ENDPOINT_LIMIT, QUICK_ANSWER_MS, answerSignal } from './adaptive-limit';
+import { AdaptiveLimit, answerSignal } from './adaptive-limit';
+import { BACKOFF_RATIO, INITIAL_ENDPOINT_LIMIT, QUICK_ANSWER_MS } from '../tunables';
 
 describe('AdaptiveLimit', () => {
   it('starts at its initial limit, within [1, max]', () => {

@@ -1,15 +1,5 @@
 import type { SendErrorCode } from '@gatehook/egress/client';
-
-/**
- * The limit a webhook starts with in a worker process, before its receiver has answered anything. Small, as TCP's
- * slow start is: a receiver that hangs from the start holds this many slots, while a quick one doubles it with each
- * round of answers (one more per quick answer while busy) and reaches the ceiling within a few round trips.
- */
-export const INITIAL_ENDPOINT_LIMIT = 2;
-/** An answer slower than this does not raise the limit: the receiver is not keeping up, even if it says 2xx. */
-export const QUICK_ANSWER_MS = 1_000;
-/** What the limit is multiplied by on a timeout, a connection error, a 429 or a 5xx. */
-export const BACKOFF_RATIO = 0.9;
+import { BACKOFF_RATIO, INITIAL_ENDPOINT_LIMIT, QUICK_ANSWER_MS } from '../tunables';
 
 /** What an attempt's answer says about its receiver's capacity. */
 export type AnswerSignal = 'quick' | 'slow' | 'overloaded' | 'ignored';

@@ -1,122 +1,12 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { Queue, type Job, type JobsOptions, type JobType } from 'bullmq';
-import { z } from 'zod';
+import { createHash } from 'node:crypto';
+import { Queue, type JobsOptions, type JobType } from 'bullmq';
 import { within } from '@gatehook/core/readiness';
 import type { RedisConnection } from '@gatehook/core/redis';
 import { currentTraceparent } from '@gatehook/core/tracing';
-import { GroupCommit } from '@gatehook/db/group-commit';
-
-/** Longest a merged fan-out enqueue may take before its events are left to the reconciler. */
-const ENQUEUE_TIMEOUT_MS = 2_000;
-/**
- * Least time between two merged fan-out enqueues of a process: under a steady stream of ingest flushes each job
- * carries what arrived meanwhile, so the worker handles fewer, larger jobs (bench/HISTORY.md has the figures); an
- * event after a quiet spell, or in a stream thinner than one flush per interval, is enqueued at once (GroupCommit),
- * so the most it adds is this, to fan-out only, never to the 202.
- * Every job costs the same whatever it carries (BullMQ's scripts, a read and a commit statement, a render task), so
- * at a few hundred single-event requests a second a longer interval means fewer, fuller jobs and less CPU per event
- * for the whole stack, at the price of this interval at most on the median. At 10 ms a stream of 200 single-event
- * requests a second still goes as jobs of two events, and the median ingest → receiver latency of a fresh webhook
- * measured from outside is 14 to 15 ms instead of 22 (bench/HISTORY.md has both comparisons).
- */
-export const FANOUT_MERGE_MS = 10;
-
-/** Most deliveries one deliver job carries. */
-export const DELIVER_CHUNK = 200;
-
-/**
- * BullMQ priority of the deliver jobs of recover and replay tasks. Jobs without a priority (live fan-out's,
- * retries, deliveries waiting for their origin) are taken first, so a task's sends wait while live work waits.
- */
-export const TASK_DELIVER_PRIORITY = 100;
-
-/**
- * The W3C `traceparent` of the span a job continues (CONTRACT 17: ingestion → fan-out → attempts); present only
- * when the producer traces.
- */
-const trace = z.string().max(128).optional();
-
-/**
- * The job catalogue: every queue with the schema of its job data. Producers (API, worker, reconciler) and
- * processors (worker) both go through it. Postgres is the source of truth: a job only says "look at this",
- * so a lost or duplicated job never loses or duplicates a delivery.
- */
-export const JOBS = {
-  /** Fan out committed audit events to the matching webhooks of their organisation. */
-  fanout: z.object({
-    orgId: z.uuid(),
-    eventIds: z.array(z.uuid()).min(1).max(1000),
-    /** A reconciler copy: its run counts its start on each event (packages/delivery/src/pipeline/fanout-guard.ts). */
-    recovered: z.literal(true).optional(),
-    trace,
-  }),
-  /** Turn a webhook's buffered batch items into deliveries (full batches, or those older than the linger). */
-  batch: z.object({ webhookId: z.uuid(), orgId: z.uuid().optional(), trace }),
-  /**
-   * Make the next attempt of deliveries: a chunk of fresh deliveries of one fan-out (one lease statement for all),
-   * or one delivery whose retry is due (retries stay individual jittered delayed jobs).
-   */
-  deliver: z.object({
-    deliveryIds: z.array(z.uuid()).min(1).max(DELIVER_CHUNK),
-    /** The organisation of the deliveries: the worker's room is shared fairly by it (absent in older jobs). */
-    orgId: z.uuid().optional(),
-    trace,
-  }),
-  /** Take the next step (one page) of a recover or replay task (CONTRACT 11; packages/delivery/src/tasks/step.ts). */
-  task: z.object({ taskId: z.uuid() }),
-} as const;
-
-export type JobName = keyof typeof JOBS;
-export type JobData<N extends JobName> = z.output<(typeof JOBS)[N]>;
-
-/** The queues whose work is spread over DELIVERY_QUEUE_SHARDS queues; batch flushes and task steps are few. */
-export const SHARDED_QUEUES: ReadonlySet<JobName> = new Set<JobName>(['fanout', 'deliver']);
-
-/**
- * The BullMQ prefix of a queue (or of one shard of it): the deployment's REDIS_PREFIX, the queue and the shard in
- * one hash tag, e.g. `{gatehook:deliver:3}`. BullMQ keeps every key of one queue in one Redis Cluster slot (its
- * scripts touch several), so the tag is per queue and per shard: a cluster spreads the shards over its masters,
- * and nothing of the deployment is forced into one slot. Every key still starts with `{REDIS_PREFIX`.
- */
-export function queuePrefix(prefix: string, name: string, shard?: number): string {
-  return shard === undefined ? `{${prefix}:${name}}` : `{${prefix}:${name}:${shard}}`;
-}
-
-/**
- * The shard of an id (FNV-1a, 32 bits): the same in every process and every version, so a job whose id names a
- * delivery (its waiting job `d.<id>.wait`) always lands in the same queue and its deduplication holds.
- */
-export function shardOf(id: string, shards: number): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < id.length; i += 1) {
-    hash ^= id.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return (hash >>> 0) % shards;
-}
-
-const ROUND_TRIP = readFileSync(path.join(__dirname, 'lua/round-trip-1.lua'), 'utf8');
-
-/**
- * Readiness of queues (CONTRACT 16): for each, a script that writes and reads back a key in the queue's slot, and
- * BullMQ's own count script over the queue's keys (which fails with CROSSSLOT when a queue's keys span slots).
- * Rejects when any queue fails; the caller bounds the time.
- */
-export async function queueRoundTrip(queues: readonly Queue[]): Promise<void> {
-  await Promise.all(
-    queues.map(async (queue) => {
-      const client = (await queue.getBackend().client) as unknown as RedisConnection;
-      const token = randomUUID();
-      const [read] = await Promise.all([client.eval(ROUND_TRIP, 1, `${queue.opts.prefix}:${queue.name}:readyz`, token), queue.getJobCounts('wait')]);
-      if (read !== token) throw new Error(`queue ${queue.opts.prefix}:${queue.name}: the round trip read back ${String(read)}`);
-    }),
-  );
-}
-
-/** DELIVERY_QUEUE_SHARDS' default. */
-export const DEFAULT_QUEUE_SHARDS = 8;
+import { GroupCommit } from '@gatehook/core/group-commit';
+import { DEFAULT_QUEUE_SHARDS, DELIVER_CHUNK, ENQUEUE_TIMEOUT_MS, FANOUT_MERGE_MS, LATER_BATCH, TASK_DELIVER_PRIORITY } from '../tunables';
+import type { JobData, JobName } from './catalogue';
+import { queuePrefix, queueRoundTrip, shardOf, SHARDED_QUEUES, waitingJobId } from './topology';
 
 const defaultJobOptions: JobsOptions = {
   // Processor crashes (a database hiccup) are retried by BullMQ; the state machine's own retries are delays.
@@ -140,18 +30,10 @@ function deliverJobId(deliveryId: string, dueAt: Date): string {
   return `d.${deliveryId}.${dueAt.getTime()}`;
 }
 
-/**
- * The one job id of a delivery waiting for its turn (turned away by a full origin, or put back by the reconciler):
- * a delivery never has two such jobs, however many times it is turned away or reconciled.
- */
-export function waitingJobId(deliveryId: string): string {
-  return `d.${deliveryId}.wait`;
-}
 
-/** A deliver job's data: the deliveries, and their organisation when the producer knows it. */
-function deliverData(deliveryIds: string[], orgId: string | undefined, traceparent: string | undefined): JobData<'deliver'> {
-  const data: JobData<'deliver'> = orgId ? { deliveryIds, orgId } : { deliveryIds };
-  return withTrace(data, traceparent);
+/** A deliver job's data: the deliveries and their organisation. */
+function deliverData(deliveryIds: string[], orgId: string, traceparent: string | undefined): JobData<'deliver'> {
+  return withTrace<JobData<'deliver'>>({ deliveryIds, orgId }, traceparent);
 }
 
 /** A delivery to come back at `dueAt` under its waiting job ({@link DeliveryQueues.deliverLater}). */
@@ -162,14 +44,8 @@ export interface WaitingDelivery {
 }
 
 /** A waiting delivery as queued for the merged enqueue: its organisation and its caller's trace, taken at the call. */
-type QueuedWaiting = WaitingDelivery & { trace: string | undefined };
+type QueuedWaiting = WaitingDelivery & { orgId: string; trace: string | undefined };
 
-/**
- * Most callers one merged waiting-job enqueue carries: a run turns away at most DELIVER_CHUNK deliveries, so an
- * enqueue stays within a few thousand jobs, and a caller with a large backlog to put back does not make one
- * enqueue that the others wait behind.
- */
-const LATER_BATCH = 20;
 
 /** Job data with the trace it continues, when there is one. */
 function withTrace<D extends { trace?: string | undefined }>(data: D, traceparent: string | undefined): D {
@@ -236,11 +112,6 @@ export class DeliveryQueues {
     this.queues = { fanout: make('fanout'), batch: make('batch'), deliver: make('deliver'), task: make('task') };
   }
 
-  /** One queue (one shard of a sharded one), for tests. */
-  queue(name: JobName, shard = 0): Queue {
-    return this.queues[name][shard]!;
-  }
-
   /** Every queue of a name: its shards, or the one queue. */
   shardsOf(name: JobName): readonly Queue[] {
     return this.queues[name];
@@ -249,11 +120,6 @@ export class DeliveryQueues {
   /** Every queue of the catalogue. */
   all(): Queue[] {
     return Object.values(this.queues).flat();
-  }
-
-  /** The jobs of a name in these states, over all its shards. */
-  async jobs(name: JobName, states: JobType[]): Promise<Job[]> {
-    return (await Promise.all(this.queues[name].map((q) => q.getJobs(states)))).flat();
   }
 
   /** Job counts of a name over all its shards. */
@@ -267,11 +133,6 @@ export class DeliveryQueues {
   /** Readiness: a round trip through every queue ({@link queueRoundTrip}). */
   roundTrip(): Promise<void> {
     return queueRoundTrip(this.all());
-  }
-
-  /** Removes every job of a name (tests). */
-  async obliterate(name: JobName): Promise<void> {
-    await Promise.all(this.queues[name].map((q) => q.obliterate({ force: true })));
   }
 
   private queueFor(name: JobName, key: string): Queue {
@@ -340,7 +201,7 @@ export class DeliveryQueues {
    * Schedules an attempt of a delivery at `dueAt`. The id names the delivery and its due time, so the same
    * attempt is never queued twice, while a new due time (next retry, manual retry) gets its own job.
    */
-  async deliver(deliveryId: string, dueAt: Date, orgId?: string): Promise<void> {
+  async deliver(deliveryId: string, dueAt: Date, orgId: string): Promise<void> {
     const data = deliverData([deliveryId], orgId, currentTraceparent());
     await this.queueFor('deliver', deliveryId).add('deliver', data, {
       jobId: deliverJobId(deliveryId, dueAt),
@@ -352,13 +213,19 @@ export class DeliveryQueues {
    * Schedules deliveries waiting for their turn (turned away by a full origin; reconciled) under each one's
    * {@link waitingJobId}: while that job waits, is delayed or runs, another is not added, so a delivery waiting on a
    * busy origin has one job whatever the reconciler does. The waiting job itself, turned away again, moves back to
-   * the delayed set (apps/worker/src/engine.ts). Failed for good, it is removed: it never blocks the next copy.
+   * the delayed set (the worker's deliver processor). Failed for good, it is removed: it never blocks the next copy.
    */
   async deliverLater(deliveries: readonly WaitingDelivery[], orgId?: string): Promise<void> {
     if (deliveries.length === 0) return;
     // The trace is the caller's, taken now: the merged enqueue runs in whichever caller's context started it.
     const trace = currentTraceparent();
-    await this.later.submit(deliveries.map((d) => ({ ...d, orgId: d.orgId ?? orgId, trace })));
+    await this.later.submit(
+      deliveries.map((d) => {
+        const owner = d.orgId ?? orgId;
+        if (owner === undefined) throw new Error(`deliverLater: delivery ${d.id} has no organisation`);
+        return { ...d, orgId: owner, trace };
+      }),
+    );
   }
 
   private async enqueueLater(deliveries: readonly QueuedWaiting[]): Promise<void> {
@@ -416,7 +283,7 @@ export class DeliveryQueues {
   }
 
   /** Schedules the first attempts of fresh deliveries, due now, in chunks: one job (and one lease) per chunk. */
-  async deliverNow(deliveryIds: readonly string[], orgId?: string): Promise<void> {
+  async deliverNow(deliveryIds: readonly string[], orgId: string): Promise<void> {
     const jobs = [];
     for (let i = 0; i < deliveryIds.length; i += DELIVER_CHUNK) {
       const chunk = deliveryIds.slice(i, i + DELIVER_CHUNK);
@@ -429,7 +296,7 @@ export class DeliveryQueues {
    * Schedules a recover or replay task's deliveries at their send slots: one job (and one lease) per slot, delayed
    * until it, behind live jobs ({@link TASK_DELIVER_PRIORITY}).
    */
-  async deliverScheduled(slots: readonly { ids: readonly string[]; dueAt: Date }[], orgId?: string): Promise<void> {
+  async deliverScheduled(slots: readonly { ids: readonly string[]; dueAt: Date }[], orgId: string): Promise<void> {
     const now = Date.now();
     const jobs = [];
     for (const slot of slots) {

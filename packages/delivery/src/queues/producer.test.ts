@@ -6,15 +6,17 @@ import { inSpan, startTracing } from '@gatehook/core/tracing';
 import { testConfig } from '@gatehook/testkit/api';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { startOtlpCollector } from '@gatehook/testkit/otlp-collector';
-import { DeliveryQueues, queuePrefix, shardOf, waitingJobId } from './jobs';
+import { DeliveryQueues } from './producer';
+import { queuePrefix, shardOf, waitingJobId } from './topology';
+import { obliterate, queueOf, queuedJobs } from '@gatehook/testkit/queues';
 
 const prefix = `test_${randomBytes(6).toString('hex')}`;
 const redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
 const queues = new DeliveryQueues(redis, prefix);
 
 afterAll(async () => {
-  await queues.obliterate('fanout');
-  await queues.obliterate('deliver');
+  await obliterate(queues, 'fanout');
+  await obliterate(queues, 'deliver');
   await queues.close();
   await redis.quit();
 });
@@ -25,7 +27,7 @@ describe('DeliveryQueues', () => {
     const ids = [randomUUID(), randomUUID()];
     // A chunk's copies go to the shard of its first event, where its deduplication id lives.
     const shard = shardOf(ids[0]!, queues.shards);
-    const fanout = queues.queue('fanout', shard);
+    const fanout = queueOf(queues, 'fanout', shard);
     await queues.fanout(orgId, ids, { recovered: true });
     await queues.fanout(orgId, ids, { recovered: true });
     expect(await fanout.getWaitingCount()).toBe(1);
@@ -56,13 +58,13 @@ describe('DeliveryQueues', () => {
     await own.close();
     await Promise.all(calls);
     const cleanup = new DeliveryQueues(redis, own.prefix);
-    const jobs = await cleanup.jobs('fanout', ['waiting']);
+    const jobs = await queuedJobs(cleanup, 'fanout', ['waiting']);
     const idsOf = (orgId: string) => jobs.filter((j) => j.data.orgId === orgId).map((j) => (j.data.eventIds as string[]).slice().sort());
     const expected = (orgId: string, events: { orgId: string; id: string }[]) => events.filter((e) => e.orgId === orgId).map((e) => e.id).sort();
     expect(jobs).toHaveLength(3);
     expect(idsOf(a)).toEqual(expect.arrayContaining([expected(a, first), expected(a, later.flat())]));
     expect(idsOf(b)).toEqual([expected(b, later.flat())]);
-    await cleanup.obliterate('fanout');
+    await obliterate(cleanup, 'fanout');
     await cleanup.close();
   });
 
@@ -75,12 +77,12 @@ describe('DeliveryQueues', () => {
       if (shardOf(id, own.shards) === 0) ids.push(id);
     }
     const orgs = ids.map(() => randomUUID());
-    const addBulk = jest.spyOn(own.queue('deliver', 0), 'addBulk');
+    const addBulk = jest.spyOn(queueOf(own, 'deliver', 0), 'addBulk');
     await Promise.all(ids.map((id, i) => own.deliverLater([{ id, dueAt: new Date(Date.now() + 60_000) }], orgs[i])));
     // The first two go at once (two in flight); the four made meanwhile go together.
     expect(addBulk).toHaveBeenCalledTimes(3);
-    for (const [i, id] of ids.entries()) expect((await own.queue('deliver', 0).getJob(waitingJobId(id)))?.data).toMatchObject({ deliveryIds: [id], orgId: orgs[i] });
-    await own.obliterate('deliver');
+    for (const [i, id] of ids.entries()) expect((await queueOf(own, 'deliver', 0).getJob(waitingJobId(id)))?.data).toMatchObject({ deliveryIds: [id], orgId: orgs[i] });
+    await obliterate(own, 'deliver');
     await own.close();
   });
 
@@ -95,13 +97,13 @@ describe('DeliveryQueues', () => {
       // The first two go at once; the other three are merged into one enqueue, which runs in the first caller's trace.
       await Promise.all(traceIds.map((traceId, i) => (traceId === null ? later(i) : inSpan('gatehook.test', `00-${traceId}-${randomBytes(8).toString('hex')}-01`, {}, () => later(i)))));
       for (const [i, id] of ids.entries()) {
-        const job = await own.queue('deliver', shardOf(id, own.shards)).getJob(waitingJobId(id));
+        const job = await queueOf(own, 'deliver', shardOf(id, own.shards)).getJob(waitingJobId(id));
         const trace = job?.data.trace as string | undefined;
         if (traceIds[i] === null) expect(trace).toBeUndefined();
         else expect(trace?.split('-')[1]).toBe(traceIds[i]);
       }
     } finally {
-      await own.obliterate('deliver');
+      await obliterate(own, 'deliver');
       await own.close();
       await tracing.stop();
       await collector.close();
@@ -112,17 +114,17 @@ describe('DeliveryQueues', () => {
     expect(queuePrefix('gatehook', 'deliver', 3)).toBe('{gatehook:deliver:3}');
     expect(queuePrefix('gatehook', 'batch')).toBe('{gatehook:batch}');
     const ids = Array.from({ length: 64 }, () => randomUUID());
-    await queues.deliverLater(ids.map((id) => ({ id, dueAt: new Date(Date.now() + 60_000) })));
-    await queues.deliverLater(ids.map((id) => ({ id, dueAt: new Date(Date.now() + 60_000) })));
+    await queues.deliverLater(ids.map((id) => ({ id, dueAt: new Date(Date.now() + 60_000) })), randomUUID());
+    await queues.deliverLater(ids.map((id) => ({ id, dueAt: new Date(Date.now() + 60_000) })), randomUUID());
     const used = new Set<number>();
     for (const id of ids) {
       const shard = shardOf(id, queues.shards);
       used.add(shard);
-      const job = await queues.queue('deliver', shard).getJob(waitingJobId(id));
+      const job = await queueOf(queues, 'deliver', shard).getJob(waitingJobId(id));
       expect(job?.data.deliveryIds).toEqual([id]);
     }
     // One waiting job per delivery, however often it is put back, and more than one shard in use.
-    expect((await queues.jobs('deliver', ['delayed'])).length).toBe(ids.length);
+    expect((await queuedJobs(queues, 'deliver', ['delayed'])).length).toBe(ids.length);
     expect(used.size).toBeGreaterThan(1);
     // The same id picks the same shard in every process and version.
     expect(shardOf('0192f0c4-5a7e-7000-8000-000000000000', 8)).toBe(shardOf('0192f0c4-5a7e-7000-8000-000000000000', 8));
