@@ -27,7 +27,9 @@ const common: Project = {
  * scheduling, a URL's origin change) run once: a cluster changes nothing they test.
  */
 export const CLUSTER_SUITES = [
-  ...['batching', 'hot-path', 'outcomes', 'rate-limit', 'state'].map((suite) => `<rootDir>/apps/worker/test/delivery.${suite}.test.ts`),
+  ...['batching', 'hot-path', 'outcomes', 'rate-limit', 'state'].map(
+    (suite) => `<rootDir>/apps/worker/test/delivery.${suite}.test.ts`,
+  ),
   '<rootDir>/apps/worker/test/recover-*.test.ts',
   '<rootDir>/apps/worker/test/reconciler.test.ts',
   '<rootDir>/apps/worker/test/queues.test.ts',

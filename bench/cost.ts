@@ -98,7 +98,11 @@ async function snapshot(api: Service, workers: readonly Service[]): Promise<Snap
  * Starts a window over the API, `workers` and the Postgres processes of `db`'s database; `end(units)` gives the
  * cost per unit of work done in it.
  */
-export async function meter(api: Service, workers: readonly Service[], db: Db): Promise<{ end(units: number): Promise<Cost> }> {
+export async function meter(
+  api: Service,
+  workers: readonly Service[],
+  db: Db,
+): Promise<{ end(units: number): Promise<Cost> }> {
   const before = await snapshot(api, workers);
   const postgresBefore = await postgresCpu(db);
   return {
@@ -107,7 +111,13 @@ export async function meter(api: Service, workers: readonly Service[], db: Db): 
       const after = await snapshot(api, workers);
       const perUnit = (total: number) => Number((total / Math.max(1, units)).toFixed(3));
       const per = (key: keyof Snapshot) => perUnit(after[key] - before[key]);
-      return { apiCpuMs: per('apiCpu'), workerCpuMs: per('workerCpu'), postgresCpuMs: perUnit(postgresCpuBetween(postgresBefore, postgresAfter)), apiStatements: per('apiStatements'), workerStatements: per('workerStatements') };
+      return {
+        apiCpuMs: per('apiCpu'),
+        workerCpuMs: per('workerCpu'),
+        postgresCpuMs: perUnit(postgresCpuBetween(postgresBefore, postgresAfter)),
+        apiStatements: per('apiStatements'),
+        workerStatements: per('workerStatements'),
+      };
     },
   };
 }

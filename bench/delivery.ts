@@ -200,10 +200,16 @@ async function stopService(service: ServiceProcess): Promise<void> {
 export type RigRedis = 'single' | 'cluster';
 
 /** A private Redis of the kind asked for, the service's settings that point at it, and its servers' pids. */
-async function startRigRedis(kind: RigRedis): Promise<{ env: Record<string, string>; pids: number[]; close(): Promise<void> }> {
+async function startRigRedis(
+  kind: RigRedis,
+): Promise<{ env: Record<string, string>; pids: number[]; close(): Promise<void> }> {
   if (kind === 'cluster') {
     const cluster = await startRedisCluster({ masters: 3 });
-    return { env: { REDIS_CLUSTER_NODES: cluster.seeds.join(',') }, pids: cluster.masters.map((port) => cluster.pid(port)), close: () => cluster.close() };
+    return {
+      env: { REDIS_CLUSTER_NODES: cluster.seeds.join(',') },
+      pids: cluster.masters.map((port) => cluster.pid(port)),
+      close: () => cluster.close(),
+    };
   }
   const redis = await startRedisServer();
   return { env: { REDIS_URL: redis.url }, pids: [redis.pid], close: () => redis.close() };
@@ -247,16 +253,28 @@ export async function withRig<T>(use: (rig: Rig) => Promise<T>, redisKind: RigRe
     const call = (key: string, path: string, body: unknown, expected: number, method = 'POST') =>
       new Promise<Record<string, unknown>>((resolve, reject) => {
         const payload = body === undefined ? '' : JSON.stringify(body);
-        const req = httpRequest(`${api}${path}`, { method, agent: apiAgent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('error', reject);
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            if (res.statusCode !== expected) reject(new Error(`${method} ${path}: ${res.statusCode} ${text}`));
-            else resolve(text === '' ? {} : (JSON.parse(text) as Record<string, unknown>));
-          });
-        });
+        const req = httpRequest(
+          `${api}${path}`,
+          {
+            method,
+            agent: apiAgent,
+            headers: {
+              authorization: `Bearer ${key}`,
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(payload),
+            },
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (chunk: Buffer) => chunks.push(chunk));
+            res.on('error', reject);
+            res.on('end', () => {
+              const text = Buffer.concat(chunks).toString('utf8');
+              if (res.statusCode !== expected) reject(new Error(`${method} ${path}: ${res.statusCode} ${text}`));
+              else resolve(text === '' ? {} : (JSON.parse(text) as Record<string, unknown>));
+            });
+          },
+        );
         req.on('error', reject);
         req.end(payload);
       });
@@ -282,7 +300,8 @@ export async function withRig<T>(use: (rig: Rig) => Promise<T>, redisKind: RigRe
             return { id: created.id as string, secret: created.secret as string };
           },
           async ingest(count, event = EVENT) {
-            return (await call(key, '/audit-events', { events: Array.from({ length: count }, () => event) }, 202)).ids as string[];
+            return (await call(key, '/audit-events', { events: Array.from({ length: count }, () => event) }, 202))
+              .ids as string[];
           },
           async remove(webhookId) {
             await call(key, `/webhooks/${webhookId}`, undefined, 204, 'DELETE');
@@ -324,11 +343,20 @@ export async function withRig<T>(use: (rig: Rig) => Promise<T>, redisKind: RigRe
 /** Renders, signs and POSTs bodies of `eventsPerBody` fresh events to one receiver over keep-alive HTTPS. */
 export class BareSender {
   // Idle sockets are dropped before the receiver's keep-alive timeout (Node's 5 s), as the egress client does.
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY, timeout: 4_000, ca: testCa().pki.caPem });
+  private readonly agent = new Agent({
+    keepAlive: true,
+    maxSockets: CONCURRENCY,
+    timeout: 4_000,
+    ca: testCa().pki.caPem,
+  });
   private readonly url: URL;
   private readonly contentType: string;
 
-  constructor(url: string, private readonly secret: string, private readonly eventsPerBody = 1) {
+  constructor(
+    url: string,
+    private readonly secret: string,
+    private readonly eventsPerBody = 1,
+  ) {
     this.url = new URL(url);
     this.contentType = CONTENT_TYPES[eventsPerBody === 1 ? 'single' : 'ndjson'];
   }
@@ -343,7 +371,8 @@ export class BareSender {
       return await this.sendOnce();
     } catch (error) {
       const { code } = error as NodeJS.ErrnoException;
-      if ((error as { reusedSocket?: boolean }).reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE')) return this.sendOnce();
+      if ((error as { reusedSocket?: boolean }).reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE'))
+        return this.sendOnce();
       throw error;
     }
   }
@@ -354,14 +383,27 @@ export class BareSender {
       const event: AuditEventData = { ...EVENT, id: randomUUID(), org_id: SAMPLE_EVENT.org_id, created_at };
       return { eventId: event.id, json: renderEnvelope(event) };
     });
-    const body = this.eventsPerBody === 1 ? events[0]!.json : packBodies('ndjson', events, this.eventsPerBody).bodies[0]!.body;
-    const headers = deliveryHeaders({ deliveryId: randomUUID(), timestampSeconds: Math.floor(Date.now() / 1000), body, secrets: [this.secret], contentType: this.contentType, userAgent: USER_AGENT, custom: {} });
+    const body =
+      this.eventsPerBody === 1 ? events[0]!.json : packBodies('ndjson', events, this.eventsPerBody).bodies[0]!.body;
+    const headers = deliveryHeaders({
+      deliveryId: randomUUID(),
+      timestampSeconds: Math.floor(Date.now() / 1000),
+      body,
+      secrets: [this.secret],
+      contentType: this.contentType,
+      userAgent: USER_AGENT,
+      custom: {},
+    });
     await new Promise<void>((resolve, reject) => {
-      const req = request(this.url, { method: 'POST', agent: this.agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
-        res.resume();
-        res.on('error', reject);
-        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
-      });
+      const req = request(
+        this.url,
+        { method: 'POST', agent: this.agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } },
+        (res) => {
+          res.resume();
+          res.on('error', reject);
+          res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
+        },
+      );
       req.on('error', (error) => reject(Object.assign(error, { reusedSocket: req.reusedSocket })));
       req.end(body);
     });
@@ -487,7 +529,9 @@ export type Latencies = number[] & { missing: number };
 
 /** What a figure's note says of the events of {@link Latencies} that had not arrived, if any did not. */
 export function missingNote(latencies: Latencies): string {
-  return latencies.missing === 0 ? '' : `; ${latencies.missing.toLocaleString('en-US')} of ${latencies.length.toLocaleString('en-US')} had not arrived when the wait ended, counted as the time waited (a lower bound)`;
+  return latencies.missing === 0
+    ? ''
+    : `; ${latencies.missing.toLocaleString('en-US')} of ${latencies.length.toLocaleString('en-US')} had not arrived when the wait ended, counted as the time waited (a lower bound)`;
 }
 
 /**
@@ -495,7 +539,13 @@ export function missingNote(latencies: Latencies): string {
  * time has passed): `latencies` from each event's start to its first arrival at each receiver, the events, and
  * when the wait ended (what a missing event's latency counts up to).
  */
-async function timedArrivals(receivers: CountingReceiver[], rate: number, seconds: number, fire: () => Promise<string[]>, options: OpenLoopOptions = {}): Promise<{ latencies: Latencies; sent: Sent[]; ended: number }> {
+async function timedArrivals(
+  receivers: CountingReceiver[],
+  rate: number,
+  seconds: number,
+  fire: () => Promise<string[]>,
+  options: OpenLoopOptions = {},
+): Promise<{ latencies: Latencies; sent: Sent[]; ended: number }> {
   const settle = async (sent: { id: string }[]) => {
     await waitUntil(() => receivers.every((r) => sent.every((s) => r.arrivals.has(s.id))), options.settleMs ?? 30_000);
   };
@@ -511,11 +561,24 @@ async function timedArrivals(receivers: CountingReceiver[], rate: number, second
       return (arrived ?? ended) - s.sent;
     }),
   );
-  return { latencies: Object.assign(latencies.sort((a, b) => a - b), { missing }), sent, ended };
+  return {
+    latencies: Object.assign(
+      latencies.sort((a, b) => a - b),
+      { missing },
+    ),
+    sent,
+    ended,
+  };
 }
 
 /** {@link timedArrivals}'s latencies. */
-export async function arrivalLatencies(receivers: CountingReceiver[], rate: number, seconds: number, fire: () => Promise<string[]>, options?: OpenLoopOptions): Promise<Latencies> {
+export async function arrivalLatencies(
+  receivers: CountingReceiver[],
+  rate: number,
+  seconds: number,
+  fire: () => Promise<string[]>,
+  options?: OpenLoopOptions,
+): Promise<Latencies> {
   return (await timedArrivals(receivers, rate, seconds, fire, options)).latencies;
 }
 
@@ -525,7 +588,12 @@ export async function arrivalLatencies(receivers: CountingReceiver[], rate: numb
  * start and the arrival. Per stage, ms ascending, for the events of `orgId` (one webhook) that arrived; the stages
  * add up to each event's latency (every clock is this machine's).
  */
-async function latencyStages(db: Db, orgId: string, receiver: CountingReceiver, sent: readonly Sent[]): Promise<Record<'ingest' | 'fanout' | 'send', number[]>> {
+async function latencyStages(
+  db: Db,
+  orgId: string,
+  receiver: CountingReceiver,
+  sent: readonly Sent[],
+): Promise<Record<'ingest' | 'fanout' | 'send', number[]>> {
   const since = new Date(performance.timeOrigin + Math.min(...sent.map((s) => s.sent)) - 1000);
   const { rows } = await sqlPool(db).query<{ id: string; fanned: number; attempted: number | null }>({
     text: `SELECT de.id::text AS id, date_part('epoch', d.created_at) * 1000 AS fanned,
@@ -552,7 +620,11 @@ export const ms = (value: number) => Number(value.toFixed(2));
 // --- the figures ----------------------------------------------------------------------------------------------
 
 /** The highest rate of SWEEP_RATES at which p99 stays within SWEEP_P99_MS (0 if even the first does not). */
-async function sustainableRate(receiver: CountingReceiver, seconds: number, fire: () => Promise<string[]>): Promise<{ rate: number; p99AtRate: number; firstFailing: string }> {
+async function sustainableRate(
+  receiver: CountingReceiver,
+  seconds: number,
+  fire: () => Promise<string[]>,
+): Promise<{ rate: number; p99AtRate: number; firstFailing: string }> {
   let best = { rate: 0, p99AtRate: Infinity, firstFailing: 'none of the rates tried' };
   for (const rate of SWEEP_RATES) {
     const p99 = percentile(await arrivalLatencies([receiver], rate, seconds, fire), 99);
@@ -566,11 +638,25 @@ function costFigures(cost: Cost, delivered: number, bareCpuMsPerRequest: number)
   const per = 'per end-to-end single delivery (lower is better)';
   const totalCpu = Number((cost.apiCpuMs + cost.workerCpuMs + cost.postgresCpuMs).toFixed(3));
   const bare = `bare loop: CPU ms per signed POST of its sender (this process) and the receiver process, same run`;
-  const counted = (name: string, value: number): Figure => ({ figure: `${name} ${per}`, value, unit: 'statements', reference: null, referenceValue: null, ratio: null, note: `over ${delivered.toLocaleString('en-US')} deliveries` });
+  const counted = (name: string, value: number): Figure => ({
+    figure: `${name} ${per}`,
+    value,
+    unit: 'statements',
+    reference: null,
+    referenceValue: null,
+    ratio: null,
+    note: `over ${delivered.toLocaleString('en-US')} deliveries`,
+  });
   return [
     figure(`CPU ms ${per}: API + worker + Postgres`, totalCpu, 'ms', bare, bareCpuMsPerRequest),
     figure(`CPU ms ${per}: worker alone`, cost.workerCpuMs, 'ms', bare, bareCpuMsPerRequest),
-    figure(`CPU ms ${per}: API alone (ingestion, 100 events a request)`, cost.apiCpuMs, 'ms', bare, bareCpuMsPerRequest),
+    figure(
+      `CPU ms ${per}: API alone (ingestion, 100 events a request)`,
+      cost.apiCpuMs,
+      'ms',
+      bare,
+      bareCpuMsPerRequest,
+    ),
     figure(`CPU ms ${per}: Postgres alone`, cost.postgresCpuMs, 'ms', bare, bareCpuMsPerRequest),
     counted('Postgres round trips (statements) of the worker', cost.workerStatements),
     counted('Postgres round trips (statements) of the API', cost.apiStatements),
@@ -601,20 +687,36 @@ async function burst(org: Org, receiver: CountingReceiver, events: number): Prom
   }, 120_000);
   const arrived = ids.map((id) => receiver.arrivals.get(id)).filter((at): at is number => at !== undefined);
   const value = perSecond(arrived.length, Math.max(...arrived) - started);
-  return all ? { value } : { value, note: `${arrived.length.toLocaleString('en-US')} of ${ids.length.toLocaleString('en-US')} arrived within 120 s` };
+  return all
+    ? { value }
+    : {
+        value,
+        note: `${arrived.length.toLocaleString('en-US')} of ${ids.length.toLocaleString('en-US')} arrived within 120 s`,
+      };
 }
 
 /**
  * The latencies of the events sent in each second of an open loop (the first `apart` seconds one by one, the rest
  * together), ascending; an event that has not arrived counts as the time it waited until `ended`.
  */
-function latenciesBySecond(receiver: CountingReceiver, sent: readonly Sent[], ended: number, apart: number): { seconds: string; latencies: number[] }[] {
+function latenciesBySecond(
+  receiver: CountingReceiver,
+  sent: readonly Sent[],
+  ended: number,
+  apart: number,
+): { seconds: string; latencies: number[] }[] {
   const first = Math.min(...sent.map((s) => s.sent));
   const buckets = Array.from({ length: apart + 1 }, () => [] as number[]);
-  for (const s of sent) buckets[Math.min(apart, Math.floor((s.sent - first) / 1000))]!.push((receiver.arrivals.get(s.id) ?? ended) - s.sent);
+  for (const s of sent)
+    buckets[Math.min(apart, Math.floor((s.sent - first) / 1000))]!.push(
+      (receiver.arrivals.get(s.id) ?? ended) - s.sent,
+    );
   const last = Math.ceil((Math.max(...sent.map((s) => s.sent)) - first) / 1000);
   return buckets
-    .map((latencies, i) => ({ seconds: i < apart ? `second ${i + 1}` : `seconds ${apart + 1} to ${last}`, latencies: latencies.sort((a, b) => a - b) }))
+    .map((latencies, i) => ({
+      seconds: i < apart ? `second ${i + 1}` : `seconds ${apart + 1} to ${last}`,
+      latencies: latencies.sort((a, b) => a - b),
+    }))
     .filter((bucket) => bucket.latencies.length > 0);
 }
 
@@ -635,12 +737,17 @@ async function sharedOriginIsolation(rig: Rig, seconds: number): Promise<{ witho
   const window = hangWindowSeconds(seconds);
   const half = async (hanging: boolean) => {
     const org = await rig.org();
-    for (let i = 0; i < HEALTHY_ENDPOINTS; i += 1) await org.webhook(origin.url(`/healthy-${i}`), { condition: `event.payload.subject == "healthy-${i}"` });
+    for (let i = 0; i < HEALTHY_ENDPOINTS; i += 1)
+      await org.webhook(origin.url(`/healthy-${i}`), { condition: `event.payload.subject == "healthy-${i}"` });
     const never = hanging ? await org.webhook(origin.url('/never')) : undefined;
     let next = 0;
-    const spread = () => org.ingest(1, { ...EVENT, payload: { ...EVENT.payload, subject: `healthy-${next++ % HEALTHY_ENDPOINTS}` } });
+    const spread = () =>
+      org.ingest(1, { ...EVENT, payload: { ...EVENT.payload, subject: `healthy-${next++ % HEALTHY_ENDPOINTS}` } });
     await rig.checkpoint();
-    const latencies = await arrivalLatencies([origin], ISOLATION_RATE, window, spread, { warmupSeconds: 0, ...(hanging ? { settleMs: 2 * DEFAULT_TIMEOUT_MS } : {}) });
+    const latencies = await arrivalLatencies([origin], ISOLATION_RATE, window, spread, {
+      warmupSeconds: 0,
+      ...(hanging ? { settleMs: 2 * DEFAULT_TIMEOUT_MS } : {}),
+    });
     if (never) await org.remove(never.id);
     return latencies;
   };
@@ -654,14 +761,22 @@ async function sharedOriginIsolation(rig: Rig, seconds: number): Promise<{ witho
 }
 
 const BARE_SINGLE = `bare render + sign + keep-alive HTTPS POST loop, ${CONCURRENCY} in flight`;
-const bareLatencyName = (p: number) => `bare render + sign + HTTPS POST p${p} at ${LATENCY_RATE} req/s, start → arrival`;
+const bareLatencyName = (p: number) =>
+  `bare render + sign + HTTPS POST p${p} at ${LATENCY_RATE} req/s, start → arrival`;
 
 /** Every delivery figure; one stack, torn down at the end whatever happens. */
 export async function deliveryFigures(seconds: number): Promise<Figure[]> {
   return withRig(async (rig) => {
     const worker = await rig.startWorker();
     const receiver = await rig.receiverProcess();
-    const figures: Record<'headline' | 'throughput' | 'cost' | 'latency' | 'ndjson' | 'workers', Figure[]> = { headline: [], throughput: [], cost: [], latency: [], ndjson: [], workers: [] };
+    const figures: Record<'headline' | 'throughput' | 'cost' | 'latency' | 'ndjson' | 'workers', Figure[]> = {
+      headline: [],
+      throughput: [],
+      cost: [],
+      latency: [],
+      ndjson: [],
+      workers: [],
+    };
     const warm = `after ${throughputWarmupMs(seconds) / 1000} s of warm-up at saturation`;
     const bareSingle = new BareSender(receiver.url('/bare'), generateSigningSecret());
     const bareNdjson = new BareSender(receiver.url('/bare-ndjson'), generateSigningSecret(), NDJSON_MAX_EVENTS);
@@ -688,7 +803,13 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
       await coldOrg.webhook(receiver.url('/burst'));
       const cold = await burst(coldOrg, receiver, BURST_EVENTS);
       figures.headline.push({
-        ...figure(`cold burst: deliveries/s of ${BURST_EVENTS.toLocaleString('en-US')} events to a fresh webhook, first request's start → last arrival (fresh API + 1 worker, no warm-up; 100 events a POST /audit-events from 4 clients; bar: 0.25)`, cold.value, 'deliveries/s', BARE_SINGLE, bareRate),
+        ...figure(
+          `cold burst: deliveries/s of ${BURST_EVENTS.toLocaleString('en-US')} events to a fresh webhook, first request's start → last arrival (fresh API + 1 worker, no warm-up; 100 events a POST /audit-events from 4 clients; bar: 0.25)`,
+          cold.value,
+          'deliveries/s',
+          BARE_SINGLE,
+          bareRate,
+        ),
         ...(cold.note ? { note: cold.note } : {}),
       });
 
@@ -696,17 +817,40 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
       const freshSeconds = Math.max(seconds, FRESH_LATENCY_SECONDS);
       const freshOrg = await rig.org();
       await freshOrg.webhook(receiver.url('/fresh'));
-      const fresh = await timedArrivals([receiver], LATENCY_RATE, freshSeconds, () => freshOrg.ingest(1), { warmupSeconds: 0 });
+      const fresh = await timedArrivals([receiver], LATENCY_RATE, freshSeconds, () => freshOrg.ingest(1), {
+        warmupSeconds: 0,
+      });
       const freshName = `fresh webhook, no warm-up: ingest → receiver latency at ${LATENCY_RATE} single-event requests/s for ${freshSeconds} s, single (1 worker`;
       for (const p of [50, 95, 99]) {
         figures.headline.push({
-          ...figure(`${freshName}), p${p}${p === 99 ? ' (bar: 100 ms)' : ''} (lower is better)`, ms(percentile(fresh.latencies, p)), 'ms', bareLatencyName(p), bareP(p)),
-          ...(p === 99 ? { note: `max ${ms(fresh.latencies.at(-1)!)} ms over ${fresh.latencies.length.toLocaleString('en-US')} events${missingNote(fresh.latencies)}` } : {}),
+          ...figure(
+            `${freshName}), p${p}${p === 99 ? ' (bar: 100 ms)' : ''} (lower is better)`,
+            ms(percentile(fresh.latencies, p)),
+            'ms',
+            bareLatencyName(p),
+            bareP(p),
+          ),
+          ...(p === 99
+            ? {
+                note: `max ${ms(fresh.latencies.at(-1)!)} ms over ${fresh.latencies.length.toLocaleString('en-US')} events${missingNote(fresh.latencies)}`,
+              }
+            : {}),
         });
       }
-      for (const { seconds: when, latencies } of latenciesBySecond(receiver, fresh.sent, fresh.ended, FRESH_SECONDS_APART)) {
+      for (const { seconds: when, latencies } of latenciesBySecond(
+        receiver,
+        fresh.sent,
+        fresh.ended,
+        FRESH_SECONDS_APART,
+      )) {
         figures.headline.push({
-          ...figure(`${freshName}), p99 of the events sent in its ${when} (lower is better)`, ms(percentile(latencies, 99)), 'ms', bareLatencyName(99), bareP(99)),
+          ...figure(
+            `${freshName}), p99 of the events sent in its ${when} (lower is better)`,
+            ms(percentile(latencies, 99)),
+            'ms',
+            bareLatencyName(99),
+            bareP(99),
+          ),
           note: `p50 ${ms(percentile(latencies, 50))} ms over ${latencies.length} events`,
         });
       }
@@ -714,12 +858,19 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
       const stages = await latencyStages(rig.db, freshOrg.orgId, receiver, fresh.sent);
       const stageNames = {
         ingest: `start → fan-out started (the API parses and commits; the enqueue, merged for up to ${FANOUT_MERGE_MS} ms; BullMQ hands the job over)`,
-        fanout: 'fan-out started → first attempt started (events read, rendered, sealed; deliveries committed; a place and an origin slot)',
+        fanout:
+          'fan-out started → first attempt started (events read, rendered, sealed; deliveries committed; a place and an origin slot)',
         send: 'first attempt started → arrival (signing, the HTTPS POST)',
       } as const;
       for (const [stage, name] of Object.entries(stageNames) as [keyof typeof stageNames, string][]) {
         figures.headline.push({
-          ...figure(`${freshName}), p50 of one stage: ${name} (lower is better)`, ms(percentile(stages[stage], 50)), 'ms', 'ingest → receiver p50, same events', ms(percentile(fresh.latencies, 50))),
+          ...figure(
+            `${freshName}), p50 of one stage: ${name} (lower is better)`,
+            ms(percentile(stages[stage], 50)),
+            'ms',
+            'ingest → receiver p50, same events',
+            ms(percentile(fresh.latencies, 50)),
+          ),
           note: `p99 ${ms(percentile(stages[stage], 99))} ms over ${stages[stage].length} events`,
         });
       }
@@ -729,7 +880,13 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
       await ndjsonBurstOrg.webhook(receiver.url('/ndjson-burst'), { format: 'ndjson', max_events: NDJSON_MAX_EVENTS });
       const ndjsonBurst = await burst(ndjsonBurstOrg, receiver, NDJSON_BURST_EVENTS);
       figures.headline.push({
-        ...figure(`fresh webhook, no warm-up: end-to-end events/s of ${NDJSON_BURST_EVENTS.toLocaleString('en-US')} events, ndjson max_events ${NDJSON_MAX_EVENTS}, first request's start → last arrival (API + 1 worker; 100 events a POST /audit-events from 4 clients)`, ndjsonBurst.value, 'events/s', bareNdjsonName, bareNdjsonRate),
+        ...figure(
+          `fresh webhook, no warm-up: end-to-end events/s of ${NDJSON_BURST_EVENTS.toLocaleString('en-US')} events, ndjson max_events ${NDJSON_MAX_EVENTS}, first request's start → last arrival (API + 1 worker; 100 events a POST /audit-events from 4 clients)`,
+          ndjsonBurst.value,
+          'events/s',
+          bareNdjsonName,
+          bareNdjsonRate,
+        ),
         ...(ndjsonBurst.note ? { note: ndjsonBurst.note } : {}),
       });
 
@@ -737,9 +894,21 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
       const { without, withHang } = await sharedOriginIsolation(rig, seconds);
       const healthy = `fresh webhooks, no warm-up: ${HEALTHY_ENDPOINTS} healthy webhooks on one receiver origin (one path each): p99 at ${ISOLATION_RATE} events/s spread over them`;
       figures.headline.push(
-        figure(`${healthy} (1 worker; lower is better)`, ms(percentile(without, 99)), 'ms', `${bareLatencyName(99)}, one receiver, same run`, bareP(99)),
+        figure(
+          `${healthy} (1 worker; lower is better)`,
+          ms(percentile(without, 99)),
+          'ms',
+          `${bareLatencyName(99)}, one receiver, same run`,
+          bareP(99),
+        ),
         {
-          ...figure(`${healthy}, while a 21st webhook on the same origin, sent every event, never answers (default ${DEFAULT_TIMEOUT_MS / 1000} s timeout; bar: 1.5 × without; lower is better)`, ms(percentile(withHang, 99)), 'ms', 'same webhooks p99 without it, same run', ms(percentile(without, 99))),
+          ...figure(
+            `${healthy}, while a 21st webhook on the same origin, sent every event, never answers (default ${DEFAULT_TIMEOUT_MS / 1000} s timeout; bar: 1.5 × without; lower is better)`,
+            ms(percentile(withHang, 99)),
+            'ms',
+            'same webhooks p99 without it, same run',
+            ms(percentile(without, 99)),
+          ),
           note: `each half ${hangWindowSeconds(seconds)} s of fresh webhooks, from a fresh Postgres checkpoint; max ${ms(withHang.at(-1)!)} ms, without it ${ms(without.at(-1)!)} ms${missingNote(withHang)}`,
         },
       );
@@ -749,24 +918,49 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
       await single.webhook(receiver.url('/single'));
       let cost: Cost | undefined;
       let delivered = 0;
-      const oneWorker = await arrivalsPerSecond(receiver, seconds, ingestFeed(single, receiver, 100, 2000), async () => {
-        const window = await meter(rig.apiProcess, [worker], rig.db);
-        return async (arrived) => {
-          delivered = arrived;
-          cost = await window.end(arrived);
-        };
-      });
-      figures.throughput.push(figure(`end-to-end deliveries/s, single (API + 1 worker, ${warm}; 100 events a POST /audit-events from 4 clients meanwhile)`, oneWorker, 'deliveries/s', BARE_SINGLE, bareRate));
+      const oneWorker = await arrivalsPerSecond(
+        receiver,
+        seconds,
+        ingestFeed(single, receiver, 100, 2000),
+        async () => {
+          const window = await meter(rig.apiProcess, [worker], rig.db);
+          return async (arrived) => {
+            delivered = arrived;
+            cost = await window.end(arrived);
+          };
+        },
+      );
+      figures.throughput.push(
+        figure(
+          `end-to-end deliveries/s, single (API + 1 worker, ${warm}; 100 events a POST /audit-events from 4 clients meanwhile)`,
+          oneWorker,
+          'deliveries/s',
+          BARE_SINGLE,
+          bareRate,
+        ),
+      );
       figures.cost.push(...costFigures(cost!, delivered, Number((bareCpuMs / Math.max(1, bareRequests)).toFixed(3))));
 
       const warmLatency = await arrivalLatencies([receiver], LATENCY_RATE, seconds, () => single.ingest(1));
       for (const p of [50, 99]) {
-        figures.latency.push(figure(`ingest → receiver latency p${p} at ${LATENCY_RATE} single-event requests/s, single (1 worker, warm stack: after the saturated figure and ${latencyWarmupMs(seconds) / 1000} s at the rate; lower is better)`, ms(percentile(warmLatency, p)), 'ms', bareLatencyName(p), bareP(p)));
+        figures.latency.push(
+          figure(
+            `ingest → receiver latency p${p} at ${LATENCY_RATE} single-event requests/s, single (1 worker, warm stack: after the saturated figure and ${latencyWarmupMs(seconds) / 1000} s at the rate; lower is better)`,
+            ms(percentile(warmLatency, p)),
+            'ms',
+            bareLatencyName(p),
+            bareP(p),
+          ),
+        );
       }
       const sweep = await sustainableRate(receiver, seconds, () => single.ingest(1));
       figures.latency.push({
         figure: `highest rate of single-event requests/s (of ${SWEEP_RATES.join(', ')}) at which ingest → receiver p99 stays ≤ ${SWEEP_P99_MS} ms (warm stack)`,
-        value: sweep.rate, unit: 'events/s', reference: 'end-to-end deliveries/s after warm-up (saturated), same run', referenceValue: oneWorker, ratio: Number((sweep.rate / oneWorker).toFixed(4)),
+        value: sweep.rate,
+        unit: 'events/s',
+        reference: 'end-to-end deliveries/s after warm-up (saturated), same run',
+        referenceValue: oneWorker,
+        ratio: Number((sweep.rate / oneWorker).toFixed(4)),
         note: `first failing: ${sweep.firstFailing}`,
       });
 
@@ -774,16 +968,39 @@ export async function deliveryFigures(seconds: number): Promise<Figure[]> {
       const ndjson = await rig.org();
       await ndjson.webhook(receiver.url('/ndjson'), { format: 'ndjson', max_events: NDJSON_MAX_EVENTS });
       const ndjsonWarm = await arrivalsPerSecond(receiver, seconds, ingestFeed(ndjson, receiver, 1000, 20_000));
-      figures.ndjson.push(figure(`end-to-end events/s, ndjson max_events ${NDJSON_MAX_EVENTS} (API + 1 worker, ${warm}; 1000 events a POST /audit-events; bar: 20,000)`, ndjsonWarm, 'events/s', bareNdjsonName, bareNdjsonRate));
+      figures.ndjson.push(
+        figure(
+          `end-to-end events/s, ndjson max_events ${NDJSON_MAX_EVENTS} (API + 1 worker, ${warm}; 1000 events a POST /audit-events; bar: 20,000)`,
+          ndjsonWarm,
+          'events/s',
+          bareNdjsonName,
+          bareNdjsonRate,
+        ),
+      );
 
       const second = await rig.startWorker();
       const twoWorkers = await arrivalsPerSecond(receiver, seconds, ingestFeed(single, receiver, 100, 4000));
       await rig.stop(second);
-      figures.workers.push(figure(`end-to-end deliveries/s with 2 worker processes, single (${warm})`, twoWorkers, 'deliveries/s', '1 worker process, same run', oneWorker));
+      figures.workers.push(
+        figure(
+          `end-to-end deliveries/s with 2 worker processes, single (${warm})`,
+          twoWorkers,
+          'deliveries/s',
+          '1 worker process, same run',
+          oneWorker,
+        ),
+      );
     } finally {
       bareSingle.close();
       bareNdjson.close();
     }
-    return [...figures.headline, ...figures.throughput, ...figures.cost, ...figures.latency, ...figures.ndjson, ...figures.workers];
+    return [
+      ...figures.headline,
+      ...figures.throughput,
+      ...figures.cost,
+      ...figures.latency,
+      ...figures.ndjson,
+      ...figures.workers,
+    ];
   });
 }

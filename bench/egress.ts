@@ -35,24 +35,50 @@ async function cpuPerRequest(send: () => Promise<void>, seconds: number): Promis
 export async function egressFigures(seconds: number): Promise<Figure[]> {
   const { pki } = testCa();
   const port = await freePort();
-  const receiver = spawn(process.execPath, ['-e', RECEIVER], { env: { KEY: pki.keyPem, CERT: pki.certPem, PORT: String(port) }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const receiver = spawn(process.execPath, ['-e', RECEIVER], {
+    env: { KEY: pki.keyPem, CERT: pki.certPem, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const url = `https://127.0.0.1:${port}/hook`;
-  const client = createEgressClient({ allow: parseCidrList('127.0.0.1/32'), extraCaPem: pki.caPem, timeoutMs: 2000, userAgent: 'gatehook-bench', maxSocketsPerOrigin: IN_FLIGHT });
+  const client = createEgressClient({
+    allow: parseCidrList('127.0.0.1/32'),
+    extraCaPem: pki.caPem,
+    timeoutMs: 2000,
+    userAgent: 'gatehook-bench',
+    maxSocketsPerOrigin: IN_FLIGHT,
+  });
   const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT, timeout: 4_000, ca: pki.caPem });
   try {
     await once(receiver.stdout!, 'data');
-    const body = JSON.stringify({ type: 'tool.called', timestamp: new Date().toISOString(), data: { id: '00000000-0000-4000-8000-000000000000', note: 'x'.repeat(600) } });
-    const headers = { 'content-type': 'application/json', 'webhook-id': 'msg_bench', 'webhook-timestamp': '1700000000', 'webhook-signature': `v1,${'s'.repeat(44)}` };
+    const body = JSON.stringify({
+      type: 'tool.called',
+      timestamp: new Date().toISOString(),
+      data: { id: '00000000-0000-4000-8000-000000000000', note: 'x'.repeat(600) },
+    });
+    const headers = {
+      'content-type': 'application/json',
+      'webhook-id': 'msg_bench',
+      'webhook-timestamp': '1700000000',
+      'webhook-signature': `v1,${'s'.repeat(44)}`,
+    };
     const viaClient = async () => {
       const result = await client.send({ url, headers, body });
       if (result.statusCode !== 200) throw new Error(`egress client: ${result.statusCode} ${result.error}`);
     };
     const bare = () =>
       new Promise<void>((resolve, reject) => {
-        const req = request(url, { method: 'POST', agent, headers: { ...headers, 'user-agent': 'gatehook-bench', 'content-length': Buffer.byteLength(body) } }, (res) => {
-          res.resume();
-          res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`bare: ${res.statusCode}`))));
-        });
+        const req = request(
+          url,
+          {
+            method: 'POST',
+            agent,
+            headers: { ...headers, 'user-agent': 'gatehook-bench', 'content-length': Buffer.byteLength(body) },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`bare: ${res.statusCode}`))));
+          },
+        );
         req.on('error', reject);
         req.end(body);
       });

@@ -23,7 +23,8 @@ export const SAMPLE_EVENT: AuditEventData = {
   created_at: '2026-03-04T10:20:30.123Z',
 };
 
-const CONDITION = 'event.action.startsWith("anomaly_finding.") && event.payload.severity in ["high", "critical"] && event.payload.score > 0.5';
+const CONDITION =
+  'event.action.startsWith("anomaly_finding.") && event.payload.severity in ["high", "critical"] && event.payload.score > 0.5';
 
 // A Slack incoming-webhook body.
 const SLACK_TEMPLATE = `{"channel": {{ json .Vars.CHANNEL }},
@@ -37,9 +38,12 @@ export function expressionFigures(seconds: number): Figure[] {
   if (!compiled.ok) throw new Error(compiled.issues.map((i) => i.message).join('; '));
   const condition = compiled.condition;
   const handWritten = (e: AuditEventData) =>
-    e.action.startsWith('anomaly_finding.') && ['high', 'critical'].includes(e.payload.severity as string) && (e.payload.score as number) > 0.5;
+    e.action.startsWith('anomaly_finding.') &&
+    ['high', 'critical'].includes(e.payload.severity as string) &&
+    (e.payload.score as number) > 0.5;
   const check = condition.evaluate(SAMPLE_EVENT);
-  if (!check.ok || !check.matches || !handWritten(SAMPLE_EVENT)) throw new Error('benchmark condition does not match its event');
+  if (!check.ok || !check.matches || !handWritten(SAMPLE_EVENT))
+    throw new Error('benchmark condition does not match its event');
 
   const vars = { CHANNEL: '#alerts' };
   const template = checkPayloadTemplate(SLACK_TEMPLATE, vars, ['anomaly_finding.created']);
@@ -47,7 +51,21 @@ export function expressionFigures(seconds: number): Figure[] {
   const compiledTemplate = template.template;
 
   return [
-    throughput('condition evaluations (3-clause CEL)', 'evals/s', () => condition.evaluate(SAMPLE_EVENT), 'same predicate in plain JS', () => handWritten(SAMPLE_EVENT), seconds),
-    throughput('template renders (Slack-style)', 'renders/s', () => compiledTemplate.execute(templateData(SAMPLE_EVENT, vars)), 'JSON.stringify of the envelope', () => renderEnvelope(SAMPLE_EVENT), seconds),
+    throughput(
+      'condition evaluations (3-clause CEL)',
+      'evals/s',
+      () => condition.evaluate(SAMPLE_EVENT),
+      'same predicate in plain JS',
+      () => handWritten(SAMPLE_EVENT),
+      seconds,
+    ),
+    throughput(
+      'template renders (Slack-style)',
+      'renders/s',
+      () => compiledTemplate.execute(templateData(SAMPLE_EVENT, vars)),
+      'JSON.stringify of the envelope',
+      () => renderEnvelope(SAMPLE_EVENT),
+      seconds,
+    ),
   ];
 }

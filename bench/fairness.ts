@@ -17,11 +17,30 @@ import { SecretBox } from '@gatehook/core/encryption';
 import { maskUrl } from '@gatehook/core/masking';
 import type { ServiceProcess } from '@gatehook/testkit/processes';
 import { cpuMs } from './cost';
-import { ACTION, arrivalLatencies, DEFAULT_TIMEOUT_MS, EVENT, figure, hangWindowSeconds, missingNote, ms, withRig, type Latencies, type Rig } from './delivery';
+import {
+  ACTION,
+  arrivalLatencies,
+  DEFAULT_TIMEOUT_MS,
+  EVENT,
+  figure,
+  hangWindowSeconds,
+  missingNote,
+  ms,
+  withRig,
+  type Latencies,
+  type Rig,
+} from './delivery';
 import { SAMPLE_EVENT } from './expressions';
 import { percentile, type Figure } from './measure';
 import { load } from './ratelimit';
-import { calibrateSlowEvent, calibrateSlowTest, SLOW_EVENT_TEMPLATE, SLOW_TEST_TEMPLATE, slowPayload, slowVars } from './slow-templates';
+import {
+  calibrateSlowEvent,
+  calibrateSlowTest,
+  SLOW_EVENT_TEMPLATE,
+  SLOW_TEST_TEMPLATE,
+  slowPayload,
+  slowVars,
+} from './slow-templates';
 
 /** Org B's single events per second, and the least time its latency is measured (so p99 is over 100 events). */
 const B_RATE = 10;
@@ -42,7 +61,13 @@ const LARGE_RATE = 100;
 /** Edits per second L's admin makes to one of its webhooks meanwhile (each makes every process reload L). */
 const LARGE_EDIT_RATE = 20;
 /** What L's other webhooks subscribe to: actions of the catalogue other than the one it sends. */
-const OTHER_ACTIONS = ['gateway.tool.called', 'gateway.tool.denied', 'policy.updated', 'policy.deleted', 'tag.created'].filter((action) => action !== ACTION);
+const OTHER_ACTIONS = [
+  'gateway.tool.called',
+  'gateway.tool.denied',
+  'policy.updated',
+  'policy.deleted',
+  'tag.created',
+].filter((action) => action !== ACTION);
 /** /healthz probes per second, and the least time they are measured. */
 const HEALTH_RATE = 50;
 const HEALTH_SECONDS = 5;
@@ -63,7 +88,13 @@ function steadyLoad(rate: number, fire: () => Promise<unknown>): { stop(): Promi
     for (let i = 0; running; i += 1) {
       const wait = started + (i * 1000) / rate - performance.now();
       if (wait > 1) await sleep(wait);
-      if (running) calls.push(fire().then(() => 0, () => 1));
+      if (running)
+        calls.push(
+          fire().then(
+            () => 0,
+            () => 1,
+          ),
+        );
     }
   })();
   return {
@@ -87,7 +118,10 @@ function gainFigures(name: (p: number) => string, quiet: Latencies, busy: Latenc
   return [50, 99].map((p) => {
     const value = ms(percentile(busy, p));
     const reference = ms(percentile(quiet, p));
-    return { ...figure(name(p), value, 'ms', `org B's p${p} without org A's load, same run`, reference), note: `gain ${ms(value - reference)} ms; ${note}${missingNote(busy)}` };
+    return {
+      ...figure(name(p), value, 'ms', `org B's p${p} without org A's load, same run`, reference),
+      note: `gain ${ms(value - reference)} ms; ${note}${missingNote(busy)}`,
+    };
   });
 }
 
@@ -97,7 +131,10 @@ function gainFigures(name: (p: number) => string, quiet: Latencies, busy: Latenc
  */
 async function outcomeOf(rig: Rig, orgId: string, webhookId: string): Promise<string> {
   const byStatus = await rig.db.delivery.groupBy({ by: ['status'], where: { orgId }, _count: true });
-  const webhook = await rig.db.webhook.findUnique({ where: { id: webhookId }, select: { status: true, disabledReason: true } });
+  const webhook = await rig.db.webhook.findUnique({
+    where: { id: webhookId },
+    select: { status: true, disabledReason: true },
+  });
   const deliveries = byStatus.map((row) => `${row._count} ${row.status}`).join(', ') || 'none';
   return `A's deliveries: ${deliveries}; its webhook ${webhook?.status ?? 'gone'}${webhook?.disabledReason ? ` (${webhook.disabledReason})` : ''}`;
 }
@@ -117,8 +154,10 @@ async function slowTemplateFigures(rig: Rig, measureB: MeasureB, seconds: number
   const outcome = await outcomeOf(rig, a.orgId, hook.id);
   await a.remove(hook.id);
   return gainFigures(
-    (p) => `org B's ingest → receiver p${p} at ${B_RATE} single events/s while org A sends ${SLOW_RATE} events/s whose template renders each in about ${SLOW_RENDER_MS} ms (data-dependent; 1 s budget; 1 worker; bar: B gains ≤ ${GAIN_BAR_MS} ms; lower is better)`,
-    quiet, busy,
+    (p) =>
+      `org B's ingest → receiver p${p} at ${B_RATE} single events/s while org A sends ${SLOW_RATE} events/s whose template renders each in about ${SLOW_RENDER_MS} ms (data-dependent; 1 s budget; 1 worker; bar: B gains ≤ ${GAIN_BAR_MS} ms; lower is better)`,
+    quiet,
+    busy,
     `A's render here ${renderMs} ms (${items} items); A sent ${a1.sent} (${a1.failed} refused); at the end of B's window ${outcome}`,
   );
 }
@@ -137,8 +176,10 @@ async function hangingOriginFigures(rig: Rig, measureB: MeasureB, seconds: numbe
   // The requests they hold are cut now rather than at the timeout.
   await Promise.all(receivers.map((r) => r.close()));
   return gainFigures(
-    (p) => `org B's ingest → receiver p${p} at ${B_RATE} single events/s while org A sends ${HANGING_RATE} events/s to ${HANGING_ORIGINS} webhooks whose ${HANGING_ORIGINS} receivers never answer (default ${DEFAULT_TIMEOUT_MS / 1000} s timeout; 1 worker; bar: B gains ≤ ${GAIN_BAR_MS} ms; lower is better)`,
-    quiet, busy,
+    (p) =>
+      `org B's ingest → receiver p${p} at ${B_RATE} single events/s while org A sends ${HANGING_RATE} events/s to ${HANGING_ORIGINS} webhooks whose ${HANGING_ORIGINS} receivers never answer (default ${DEFAULT_TIMEOUT_MS / 1000} s timeout; 1 worker; bar: B gains ≤ ${GAIN_BAR_MS} ms; lower is better)`,
+    quiet,
+    busy,
     `over the ${hangWindowSeconds(seconds)} s from A's first event; A sent ${a2.sent} (${a2.failed} refused)`,
   );
 }
@@ -155,17 +196,32 @@ async function seedWebhooks(rig: Rig, orgId: string, url: (path: string) => stri
     const id = randomUUID();
     const target = url(`/other-${i}`);
     return {
-      id, orgId, name: `other ${i}`, events: [OTHER_ACTIONS[i % OTHER_ACTIONS.length]!], varNames: [], headerNames: [],
-      urlEncrypted: box.encrypt(target, { column: 'webhooks.url_encrypted', row: id }), urlMask: maskUrl(target),
-      secretEncrypted: box.encrypt(`whsec_${Buffer.from(id).toString('base64')}`, { column: 'webhooks.secret_encrypted', row: id }),
-      activeSince: now, createdAt: now,
+      id,
+      orgId,
+      name: `other ${i}`,
+      events: [OTHER_ACTIONS[i % OTHER_ACTIONS.length]!],
+      varNames: [],
+      headerNames: [],
+      urlEncrypted: box.encrypt(target, { column: 'webhooks.url_encrypted', row: id }),
+      urlMask: maskUrl(target),
+      secretEncrypted: box.encrypt(`whsec_${Buffer.from(id).toString('base64')}`, {
+        column: 'webhooks.secret_encrypted',
+        row: id,
+      }),
+      activeSince: now,
+      createdAt: now,
     };
   });
   for (let i = 0; i < data.length; i += 250) await rig.db.webhook.createMany({ data: data.slice(i, i + 250) });
 }
 
 /** Figure 3: org L, 1,000 webhooks of which one subscribes to what it sends; then with its admin's edits. */
-async function largeOrgFigures(rig: Rig, worker: ServiceProcess, measureB: MeasureB, seconds: number): Promise<Figure[]> {
+async function largeOrgFigures(
+  rig: Rig,
+  worker: ServiceProcess,
+  measureB: MeasureB,
+  seconds: number,
+): Promise<Figure[]> {
   const window = Math.max(seconds, B_SECONDS);
   const quiet = await measureB(window);
   const l = await rig.org();
@@ -183,7 +239,11 @@ async function largeOrgFigures(rig: Rig, worker: ServiceProcess, measureB: Measu
   // Then L's admin renames its subscribed webhook LARGE_EDIT_RATE times a second, under the management throttle.
   let edit = 0;
   const rename = async () => {
-    const response = await fetch(`${rig.api}/webhooks/${hook.id}`, { method: 'PATCH', headers: { authorization: `Bearer ${l.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: `large ${(edit += 1)}` }) });
+    const response = await fetch(`${rig.api}/webhooks/${hook.id}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${l.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: `large ${(edit += 1)}` }),
+    });
     if (!response.ok) throw new Error(`PATCH: ${response.status}`);
   };
   cpuBefore = cpuMs(worker.pid);
@@ -197,10 +257,18 @@ async function largeOrgFigures(rig: Rig, worker: ServiceProcess, measureB: Measu
   await rig.db.webhook.deleteMany({ where: { orgId: l.orgId } });
   const large = `org L, with ${LARGE_WEBHOOKS.toLocaleString('en-US')} webhooks of which 1 subscribes to what it sends, sends ${LARGE_RATE} events/s`;
   return [
-    ...gainFigures((p) => `org B's ingest → receiver p${p} at ${B_RATE} single events/s while ${large} (1 worker; bar: B gains ≤ ${GAIN_BAR_MS} ms; lower is better)`, quiet, busy, alone),
     ...gainFigures(
-      (p) => `org B's ingest → receiver p${p} at ${B_RATE} single events/s while ${large} and its admin renames one of them ${LARGE_EDIT_RATE} times a second (1 worker; bar: B gains ≤ ${GAIN_BAR_MS} ms; lower is better)`,
-      quiet, edited,
+      (p) =>
+        `org B's ingest → receiver p${p} at ${B_RATE} single events/s while ${large} (1 worker; bar: B gains ≤ ${GAIN_BAR_MS} ms; lower is better)`,
+      quiet,
+      busy,
+      alone,
+    ),
+    ...gainFigures(
+      (p) =>
+        `org B's ingest → receiver p${p} at ${B_RATE} single events/s while ${large} and its admin renames one of them ${LARGE_EDIT_RATE} times a second (1 worker; bar: B gains ≤ ${GAIN_BAR_MS} ms; lower is better)`,
+      quiet,
+      edited,
       `${renamed.sent} renames (${renamed.failed} refused) in B's window; L sent ${sent.sent} events in both windows (${sent.failed} refused); the worker's CPU over this window ${(workerCpu / Math.max(1, delivered - eventsBefore)).toFixed(2)} ms per event of L (B's and the reloads included)`,
     ),
   ];
@@ -209,7 +277,14 @@ async function largeOrgFigures(rig: Rig, worker: ServiceProcess, measureB: Measu
 /** Figure 4: /healthz during preview and test-send abuse. */
 async function healthzFigures(rig: Rig, seconds: number): Promise<Figure[]> {
   const window = Math.max(seconds, HEALTH_SECONDS);
-  const health = { url: `${rig.api}/healthz`, method: 'GET', headers: {}, mode: 'open', rate: HEALTH_RATE, seconds: window };
+  const health = {
+    url: `${rig.api}/healthz`,
+    method: 'GET',
+    headers: {},
+    mode: 'open',
+    rate: HEALTH_RATE,
+    seconds: window,
+  };
   const calm = await load({ ...health, warmupSeconds: 1 });
 
   const { items, ms: previewMs } = calibrateSlowEvent(SAMPLE_EVENT, PREVIEW_RENDER_MS);
@@ -219,11 +294,28 @@ async function healthzFigures(rig: Rig, seconds: number): Promise<Figure[]> {
   const testReceiver = await rig.receiver();
   const hook = await tester.webhook(testReceiver.url('/test'), { template: SLOW_TEST_TEMPLATE, vars: slowVars(vars) });
   const previewEvent = { ...EVENT, payload: { ...EVENT.payload, ...slowPayload(items) } };
-  const previewBody = JSON.stringify({ template: SLOW_EVENT_TEMPLATE, format: 'single', max_events: 1, vars: {}, events: Array.from({ length: PREVIEW_EVENTS }, () => previewEvent) });
-  const abuse = (key: string) => ({ method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, mode: 'open', seconds: window + 2 });
+  const previewBody = JSON.stringify({
+    template: SLOW_EVENT_TEMPLATE,
+    format: 'single',
+    max_events: 1,
+    vars: {},
+    events: Array.from({ length: PREVIEW_EVENTS }, () => previewEvent),
+  });
+  const abuse = (key: string) => ({
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    mode: 'open',
+    seconds: window + 2,
+  });
   // Each abusing client waits for every answer it asked for, so the API has caught up when both have finished.
-  const previews = load({ ...abuse(previewer.key), url: `${rig.api}/webhooks/preview`, bodies: [previewBody], rate: PREVIEW_RATE }, { tolerateErrors: true });
-  const tests = load({ ...abuse(tester.key), url: `${rig.api}/webhooks/${hook.id}/test`, bodies: ['{}'], rate: TEST_RATE }, { tolerateErrors: true });
+  const previews = load(
+    { ...abuse(previewer.key), url: `${rig.api}/webhooks/preview`, bodies: [previewBody], rate: PREVIEW_RATE },
+    { tolerateErrors: true },
+  );
+  const tests = load(
+    { ...abuse(tester.key), url: `${rig.api}/webhooks/${hook.id}/test`, bodies: ['{}'], rate: TEST_RATE },
+    { tolerateErrors: true },
+  );
   // Their failure is reported by the Promise.all below, not as an unhandled rejection meanwhile.
   previews.catch(() => undefined);
   tests.catch(() => undefined);
@@ -234,8 +326,26 @@ async function healthzFigures(rig: Rig, seconds: number): Promise<Figure[]> {
     `API GET /healthz ${stat} at ${HEALTH_RATE} req/s while clients call POST /webhooks/preview (${PREVIEW_RATE}/s, ${PREVIEW_EVENTS} events each about ${PREVIEW_RENDER_MS} ms of data-dependent template) and POST /webhooks/{id}/test (${TEST_RATE}/s, a stored template about ${TEST_RENDER_MS} ms on the test event), each client its own key under the 50/s throttle (bar: within ${GAIN_BAR_MS} ms of without; lower is better)`;
   const note = `renders here: preview ${previewMs} ms an event (${items} items), test ${testMs} ms (${vars} variables); ${p.requests} previews (${p.errors} not 200, p99 ${p.latenciesMs.p99} ms), ${t.requests} test sends (p99 ${t.latenciesMs.p99} ms)`;
   return [
-    { ...figure(name('p99'), abused.latenciesMs.p99, 'ms', `GET /healthz p99 at ${HEALTH_RATE} req/s without them, same run`, calm.latenciesMs.p99), note },
-    { ...figure(name('max'), abused.latenciesMs.max, 'ms', `GET /healthz max at ${HEALTH_RATE} req/s without them, same run`, calm.latenciesMs.max), note },
+    {
+      ...figure(
+        name('p99'),
+        abused.latenciesMs.p99,
+        'ms',
+        `GET /healthz p99 at ${HEALTH_RATE} req/s without them, same run`,
+        calm.latenciesMs.p99,
+      ),
+      note,
+    },
+    {
+      ...figure(
+        name('max'),
+        abused.latenciesMs.max,
+        'ms',
+        `GET /healthz max at ${HEALTH_RATE} req/s without them, same run`,
+        calm.latenciesMs.max,
+      ),
+      note,
+    },
   ];
 }
 
@@ -248,7 +358,10 @@ export async function fairnessFigures(seconds: number): Promise<Figure[]> {
     await b.webhook(bReceiver.url('/b'));
     // With an endpoint that never answers in the picture, B's events may take up to the timeout and more.
     const measureB: MeasureB = (window, fromNow = false) =>
-      arrivalLatencies([bReceiver], B_RATE, window, () => b.ingest(1), { warmupSeconds: fromNow ? 0 : B_WARMUP_SECONDS, settleMs: 2 * DEFAULT_TIMEOUT_MS });
+      arrivalLatencies([bReceiver], B_RATE, window, () => b.ingest(1), {
+        warmupSeconds: fromNow ? 0 : B_WARMUP_SECONDS,
+        settleMs: 2 * DEFAULT_TIMEOUT_MS,
+      });
     return [
       ...(await slowTemplateFigures(rig, measureB, seconds)),
       ...(await hangingOriginFigures(rig, measureB, seconds)),

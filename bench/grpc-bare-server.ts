@@ -7,7 +7,13 @@ import { constantRlsResponse, RLS_BYTES_METHOD } from './rls-wire';
 
 const response = constantRlsResponse();
 const server = new Server();
-server.addService({ ShouldRateLimit: RLS_BYTES_METHOD }, { ShouldRateLimit: (_call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => callback(null, response) });
+server.addService(
+  { ShouldRateLimit: RLS_BYTES_METHOD },
+  {
+    ShouldRateLimit: (_call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) =>
+      callback(null, response),
+  },
+);
 server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, port) => {
   if (error) throw error;
   process.stdout.write(`${port}\n`);

@@ -29,7 +29,9 @@ if (spec.authorization) metadata.set('authorization', spec.authorization);
 let next = 0;
 
 function send(): Promise<boolean> {
-  return new Promise((resolve) => client.ShouldRateLimit(requests[next++ % requests.length]!, metadata, (error) => resolve(error === null)));
+  return new Promise((resolve) =>
+    client.ShouldRateLimit(requests[next++ % requests.length]!, metadata, (error) => resolve(error === null)),
+  );
 }
 
 async function main(): Promise<void> {

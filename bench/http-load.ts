@@ -31,7 +31,14 @@ function send(): Promise<number> {
   const requestPath = spec.paths ? spec.paths[nextPath++ % spec.paths.length]! : url.pathname;
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { agent, host: url.hostname, port: url.port, path: requestPath, method: spec.method, headers: body ? { ...spec.headers, 'content-length': Buffer.byteLength(body) } : spec.headers },
+      {
+        agent,
+        host: url.hostname,
+        port: url.port,
+        path: requestPath,
+        method: spec.method,
+        headers: body ? { ...spec.headers, 'content-length': Buffer.byteLength(body) } : spec.headers,
+      },
       (res) => {
         res.on('data', () => undefined);
         res.on('end', () => resolve(res.statusCode ?? 0));
@@ -45,7 +52,12 @@ function send(): Promise<number> {
 
 async function main(): Promise<void> {
   // A request that fails (connection error, another status) counts as an error.
-  const outcome = await runLoad(spec, () => send().then((status) => status === expected, () => false));
+  const outcome = await runLoad(spec, () =>
+    send().then(
+      (status) => status === expected,
+      () => false,
+    ),
+  );
   process.stdout.write(`${JSON.stringify(outcome)}\n`);
   agent.destroy();
 }

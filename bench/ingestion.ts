@@ -37,7 +37,10 @@ async function bareInsertRate(databaseUrl: string, orgId: string, seconds: numbe
   try {
     const batch = (): OutboxEvent[] => {
       const receivedAt = new Date();
-      return Array.from({ length: BATCH }, () => ({ receivedAt, data: { ...EVENT, id: randomUUID(), org_id: orgId, created_at: receivedAt.toISOString() } }));
+      return Array.from({ length: BATCH }, () => ({
+        receivedAt,
+        data: { ...EVENT, id: randomUUID(), org_id: orgId, created_at: receivedAt.toISOString() },
+      }));
     };
     const run = async (ms: number) => {
       let events = 0;
@@ -64,7 +67,15 @@ export async function ingestionFigures(seconds: number): Promise<Figure[]> {
     const org = await rig.org();
     const headers = { authorization: `Bearer ${org.key}`, 'content-type': 'application/json' };
     const body = (count: number) => JSON.stringify({ events: Array.from({ length: count }, () => EVENT) });
-    const spec = { url: `${rig.api}/audit-events`, method: 'POST', headers, mode: 'closed', seconds, warmupSeconds: 1, expectStatus: 202 };
+    const spec = {
+      url: `${rig.api}/audit-events`,
+      method: 'POST',
+      headers,
+      mode: 'closed',
+      seconds,
+      warmupSeconds: 1,
+      expectStatus: 202,
+    };
 
     // Each phase starts once the worker has fanned out everything before it, so that it measures itself alone.
     const drained = () => waitUntilAsync(async () => (await rig.db.pendingFanout.count()) === 0, 120_000);
@@ -78,13 +89,45 @@ export async function ingestionFigures(seconds: number): Promise<Figure[]> {
     await drained();
     const single = await load({ ...spec, bodies: [body(1)], concurrency: SINGLE_CLIENTS, warmupSeconds: 2 });
     await drained();
-    const health = await load({ url: `${rig.api}/healthz`, method: 'GET', headers: {}, mode: 'closed', concurrency: SINGLE_CLIENTS, seconds, warmupSeconds: 1 });
+    const health = await load({
+      url: `${rig.api}/healthz`,
+      method: 'GET',
+      headers: {},
+      mode: 'closed',
+      concurrency: SINGLE_CLIENTS,
+      seconds,
+      warmupSeconds: 1,
+    });
 
     return [
-      figure(`ingestion events/s, ${BATCH}-event POST /audit-events from ${BATCH_CLIENTS} clients, no webhook (bar: 20,000)`, batched.perSecond * BATCH, 'events/s', `the outbox's multi-row INSERT of ${BATCH} events straight to Postgres from ${INSERT_CALLERS} callers`, bare),
-      figure(`ingestion p99, ${BATCH}-event requests from ${BATCH_CLIENTS} clients (lower is better)`, batched.latenciesMs.p99, 'ms', 'p50 of the same requests', batched.latenciesMs.p50),
-      figure(`ingestion single-event requests/s from ${SINGLE_CLIENTS} clients, no webhook (bar: 3,000)`, single.perSecond, 'requests/s', `GET /healthz from ${SINGLE_CLIENTS} clients, same process`, health.perSecond),
-      figure(`ingestion p99, single-event requests from ${SINGLE_CLIENTS} clients (lower is better)`, ms(single.latenciesMs.p99), 'ms', `GET /healthz p99 from ${SINGLE_CLIENTS} clients`, ms(health.latenciesMs.p99)),
+      figure(
+        `ingestion events/s, ${BATCH}-event POST /audit-events from ${BATCH_CLIENTS} clients, no webhook (bar: 20,000)`,
+        batched.perSecond * BATCH,
+        'events/s',
+        `the outbox's multi-row INSERT of ${BATCH} events straight to Postgres from ${INSERT_CALLERS} callers`,
+        bare,
+      ),
+      figure(
+        `ingestion p99, ${BATCH}-event requests from ${BATCH_CLIENTS} clients (lower is better)`,
+        batched.latenciesMs.p99,
+        'ms',
+        'p50 of the same requests',
+        batched.latenciesMs.p50,
+      ),
+      figure(
+        `ingestion single-event requests/s from ${SINGLE_CLIENTS} clients, no webhook (bar: 3,000)`,
+        single.perSecond,
+        'requests/s',
+        `GET /healthz from ${SINGLE_CLIENTS} clients, same process`,
+        health.perSecond,
+      ),
+      figure(
+        `ingestion p99, single-event requests from ${SINGLE_CLIENTS} clients (lower is better)`,
+        ms(single.latenciesMs.p99),
+        'ms',
+        `GET /healthz p99 from ${SINGLE_CLIENTS} clients`,
+        ms(health.latenciesMs.p99),
+      ),
     ];
   });
 }

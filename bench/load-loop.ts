@@ -69,6 +69,13 @@ export async function runLoad(shape: LoadShape, send: () => Promise<boolean>): P
   if (shape.warmupSeconds) await run(shape, shape.warmupSeconds, send);
   const { latencies, errors, elapsed } = await run(shape, shape.seconds, send);
   latencies.sort((a, b) => a - b);
-  const at = (p: number) => Number((latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0).toFixed(2));
-  return { requests: latencies.length, errors, seconds: elapsed, perSecond: Math.round(latencies.length / elapsed), latenciesMs: { p50: at(50), p99: at(99), max: at(100) } };
+  const at = (p: number) =>
+    Number((latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0).toFixed(2));
+  return {
+    requests: latencies.length,
+    errors,
+    seconds: elapsed,
+    perSecond: Math.round(latencies.length / elapsed),
+    latenciesMs: { p50: at(50), p99: at(99), max: at(100) },
+  };
 }

@@ -44,7 +44,14 @@ export async function callsUntil(fn: () => Promise<unknown>, until: number, inFl
 }
 
 /** A throughput figure against its reference, measured back to back. */
-export function throughput(figure: string, unit: string, fn: () => unknown, reference: string, referenceFn: () => unknown, seconds: number): Figure {
+export function throughput(
+  figure: string,
+  unit: string,
+  fn: () => unknown,
+  reference: string,
+  referenceFn: () => unknown,
+  seconds: number,
+): Figure {
   const referenceValue = opsPerSecond(referenceFn, seconds);
   const value = opsPerSecond(fn, seconds);
   return { figure, value, unit, reference, referenceValue, ratio: Number((value / referenceValue).toFixed(4)) };

@@ -18,7 +18,15 @@ export async function oauthFigures(seconds: number): Promise<Figure[]> {
       await plain.webhook(receiver.url('/plain'));
       const oauth = await rig.org();
       const { clientId, clientSecret } = server.clients.post;
-      await oauth.webhook(receiver.url('/oauth'), { auth: { type: 'oauth2_client_credentials', token_url: server.tokenUrl, client_id: clientId, client_secret: clientSecret, scope: TEST_SCOPE } });
+      await oauth.webhook(receiver.url('/oauth'), {
+        auth: {
+          type: 'oauth2_client_credentials',
+          token_url: server.tokenUrl,
+          client_id: clientId,
+          client_secret: clientSecret,
+          scope: TEST_SCOPE,
+        },
+      });
       const rates = { plain: [] as number[], oauth: [] as number[] };
       // A pass of each, not counted: the first window of a fresh stack runs well below the later ones.
       for (const org of [plain, oauth]) await arrivalsPerSecond(receiver, 1, ingestFeed(org, receiver, 100, 2000));
@@ -31,8 +39,19 @@ export async function oauthFigures(seconds: number): Promise<Figure[]> {
         }
       }
       const mean = (values: number[]) => Math.round(values.reduce((a, b) => a + b, 0) / values.length);
-      const result = figure('deliveries/s of one webhook with OAuth 2.0 client credentials (one worker)', mean(rates.oauth), 'deliveries/s', 'the same webhook without auth', mean(rates.plain));
-      return [{ ...result, note: `${server.tokenRequests()} token request(s) for the whole run; rounds ${rates.oauth.join(', ')} vs ${rates.plain.join(', ')}` }];
+      const result = figure(
+        'deliveries/s of one webhook with OAuth 2.0 client credentials (one worker)',
+        mean(rates.oauth),
+        'deliveries/s',
+        'the same webhook without auth',
+        mean(rates.plain),
+      );
+      return [
+        {
+          ...result,
+          note: `${server.tokenRequests()} token request(s) for the whole run; rounds ${rates.oauth.join(', ')} vs ${rates.plain.join(', ')}`,
+        },
+      ];
     });
   } finally {
     await server.close();

@@ -36,11 +36,21 @@ const HOUR = 3600;
 
 function rule(name: string, fields: Partial<RateLimitRule>): RateLimitRule {
   return {
-    id: randomUUID(), orgId: ORG, name, description: null, status: 'active',
-    scope: ruleScopeSchema.parse({ type: 'mcp_tool_call' }), keyBy: ['org'],
+    id: randomUUID(),
+    orgId: ORG,
+    name,
+    description: null,
+    status: 'active',
+    scope: ruleScopeSchema.parse({ type: 'mcp_tool_call' }),
+    keyBy: ['org'],
     // Budgets far above what a run can use, so every check does the full consume path.
-    limit: 2_000_000_000, windowSeconds: HOUR, burst: 2_000_000_000, action: 'deny',
-    createdAt: new Date(), updatedAt: new Date(), ...fields,
+    limit: 2_000_000_000,
+    windowSeconds: HOUR,
+    burst: 2_000_000_000,
+    action: 'deny',
+    createdAt: new Date(),
+    updatedAt: new Date(),
+    ...fields,
   };
 }
 
@@ -48,7 +58,10 @@ function rule(name: string, fields: Partial<RateLimitRule>): RateLimitRule {
 const RULES = [
   rule('org ceiling', {}),
   rule('per user', { keyBy: ['org', 'user'] }),
-  rule('github tools', { keyBy: ['org', 'tool'], scope: ruleScopeSchema.parse({ type: 'mcp_tool_call', tool_patterns: ['github.*'] }) }),
+  rule('github tools', {
+    keyBy: ['org', 'tool'],
+    scope: ruleScopeSchema.parse({ type: 'mcp_tool_call', tool_patterns: ['github.*'] }),
+  }),
 ];
 const USERS = Array.from({ length: 1000 }, () => randomUUID());
 const CALLS = USERS.map((user_id) => checkRequestSchema.parse({ user_id, tool_key: 'github.create_issue' }));
@@ -61,13 +74,17 @@ async function asyncOpsPerSecond(fn: () => Promise<unknown>, seconds: number, in
 }
 
 async function memoryFigure(seconds: number): Promise<Figure> {
-  const limiter = new RateLimiter({ rules: new RuleCache({ source: async () => RULES }), store: new MemoryCounterStore() });
+  const limiter = new RateLimiter({
+    rules: new RuleCache({ source: async () => RULES }),
+    store: new MemoryCounterStore(),
+  });
   await limiter.check(ORG, CALLS[0]!); // caches the rules
   let i = 0;
   // Rules cached and memory counters: the decision comes without a promise.
   const value = opsPerSecond(() => {
     const decision = limiter.decide(ORG, CALLS[i++ % CALLS.length]!);
-    if (decision instanceof Promise || decision.rules.length !== 3) throw new Error('expected a synchronous decision over 3 rules');
+    if (decision instanceof Promise || decision.rules.length !== 3)
+      throw new Error('expected a synchronous decision over 3 rules');
   }, seconds);
   const counters = new Map<string, number>();
   let j = 0;
@@ -78,8 +95,10 @@ async function memoryFigure(seconds: number): Promise<Figure> {
   await limiter.close();
   return {
     figure: 'rate limit checks in-library (memory store, 3 matching rules)',
-    value, unit: 'checks/s',
-    reference: 'bare Map increments of the same 3 counters', referenceValue,
+    value,
+    unit: 'checks/s',
+    reference: 'bare Map increments of the same 3 counters',
+    referenceValue,
     ratio: Number((value / referenceValue).toFixed(4)),
   };
 }
@@ -101,15 +120,36 @@ async function redisFigure(seconds: number): Promise<Figure> {
   const args = ['1', ...limits.flatMap((l) => [String(l.calls), String(l.windowMs), '1'])];
   const url = new URL(TEST_REDIS_URL);
   const requests = String(Math.max(10_000, Math.round(value * seconds)));
-  const csv = execFileSync('redis-benchmark', ['-h', url.hostname, '-p', url.port || '6379', '-c', '50', '-n', requests, '--csv', 'EVALSHA', CHECK_AND_CONSUME_SHA, String(keys.length), ...keys, ...args], { encoding: 'utf8' });
+  const csv = execFileSync(
+    'redis-benchmark',
+    [
+      '-h',
+      url.hostname,
+      '-p',
+      url.port || '6379',
+      '-c',
+      '50',
+      '-n',
+      requests,
+      '--csv',
+      'EVALSHA',
+      CHECK_AND_CONSUME_SHA,
+      String(keys.length),
+      ...keys,
+      ...args,
+    ],
+    { encoding: 'utf8' },
+  );
   const referenceValue = Math.round(Number(csv.trim().split('\n').at(-1)!.split(',')[1]!.replaceAll('"', '')));
   const leftovers = await redis.keys(`${prefix}:*`);
   if (leftovers.length > 0) await redis.del(...leftovers);
   await redis.quit();
   return {
     figure: 'rate limit checks through the Redis Lua script (3 counters, 50 in flight)',
-    value, unit: 'checks/s',
-    reference: 'redis-benchmark EVALSHA of the same script, 50 clients', referenceValue,
+    value,
+    unit: 'checks/s',
+    reference: 'redis-benchmark EVALSHA of the same script, 50 clients',
+    referenceValue,
     ratio: Number((value / referenceValue).toFixed(4)),
   };
 }
@@ -129,11 +169,15 @@ export interface LoadResult {
  * figure, such as abuse that a service may refuse).
  */
 export async function load(spec: Record<string, unknown>, { tolerateErrors = false } = {}): Promise<LoadResult> {
-  const run = execFileAsync(process.execPath, ['--import', 'tsx', path.join(__dirname, 'http-load.ts')], { encoding: 'utf8', maxBuffer: 1 << 20 });
+  const run = execFileAsync(process.execPath, ['--import', 'tsx', path.join(__dirname, 'http-load.ts')], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+  });
   run.child.stdin!.end(JSON.stringify(spec));
   const { stdout } = await run;
   const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as LoadResult;
-  if (result.errors > 0 && !tolerateErrors) throw new Error(`${result.errors} of ${result.requests} requests failed: ${JSON.stringify(spec.url)}`);
+  if (result.errors > 0 && !tolerateErrors)
+    throw new Error(`${result.errors} of ${result.requests} requests failed: ${JSON.stringify(spec.url)}`);
   return result;
 }
 
@@ -143,17 +187,37 @@ const RATE = 2_000;
 async function httpFigures(seconds: number, store: 'memory' | 'redis'): Promise<Figure[]> {
   const database = await createTestDatabase();
   const db = createDb(database.url, { poolSize: 2 });
-  const api = await startServiceProcess('api', { DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: `bench_${randomBytes(4).toString('hex')}`, RATE_LIMIT_STORE: store, NODE_ENV: 'production', GATEHOOK_ENCRYPTION_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'warn' });
+  const api = await startServiceProcess('api', {
+    DATABASE_URL: database.url,
+    REDIS_URL: TEST_REDIS_URL,
+    REDIS_PREFIX: `bench_${randomBytes(4).toString('hex')}`,
+    RATE_LIMIT_STORE: store,
+    NODE_ENV: 'production',
+    GATEHOOK_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    LOG_LEVEL: 'warn',
+  });
   try {
     const { key } = await issueApiKey(db, { orgId: ORG, name: 'bench', role: 'admin', permissions: [] });
     const base = `http://127.0.0.1:${api.port}`;
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     for (const r of RULES) {
-      const body = { name: r.name, scope: r.scope, key_by: r.keyBy, limit: r.limit, window_seconds: r.windowSeconds, burst: r.burst };
+      const body = {
+        name: r.name,
+        scope: r.scope,
+        key_by: r.keyBy,
+        limit: r.limit,
+        window_seconds: r.windowSeconds,
+        burst: r.burst,
+      };
       const created = await fetch(`${base}/rate-limits/rules`, { method: 'POST', headers, body: JSON.stringify(body) });
       if (created.status !== 201) throw new Error(`rule not created: ${created.status} ${await created.text()}`);
     }
-    const check = { url: `${base}/rate-limits/check`, method: 'POST', headers, bodies: USERS.map((user_id) => JSON.stringify({ user_id, tool_key: 'github.create_issue' })) };
+    const check = {
+      url: `${base}/rate-limits/check`,
+      method: 'POST',
+      headers,
+      bodies: USERS.map((user_id) => JSON.stringify({ user_id, tool_key: 'github.create_issue' })),
+    };
     const health = { url: `${base}/healthz`, method: 'GET', headers: {} };
     const warmupSeconds = 1; // JIT, connections, key and rule caches
     const checksClosed = await load({ ...check, mode: 'closed', concurrency: CONCURRENCY, seconds, warmupSeconds });
@@ -163,14 +227,18 @@ async function httpFigures(seconds: number, store: 'memory' | 'redis'): Promise<
     return [
       {
         figure: `POST /rate-limits/check at concurrency ${CONCURRENCY} (${store} store, 3 matching rules)`,
-        value: checksClosed.perSecond, unit: 'checks/s',
-        reference: `GET /healthz at concurrency ${CONCURRENCY}, same process`, referenceValue: healthClosed.perSecond,
+        value: checksClosed.perSecond,
+        unit: 'checks/s',
+        reference: `GET /healthz at concurrency ${CONCURRENCY}, same process`,
+        referenceValue: healthClosed.perSecond,
         ratio: Number((checksClosed.perSecond / healthClosed.perSecond).toFixed(4)),
       },
       ...(['p50', 'p99'] as const).map((p) => ({
         figure: `POST /rate-limits/check ${p} at ${RATE.toLocaleString('en-US')} req/s (${store} store; lower is better)`,
-        value: checksOpen.latenciesMs[p], unit: 'ms',
-        reference: `GET /healthz ${p} at ${RATE.toLocaleString('en-US')} req/s, same process`, referenceValue: healthOpen.latenciesMs[p],
+        value: checksOpen.latenciesMs[p],
+        unit: 'ms',
+        reference: `GET /healthz ${p} at ${RATE.toLocaleString('en-US')} req/s, same process`,
+        referenceValue: healthOpen.latenciesMs[p],
         ratio: Number((checksOpen.latenciesMs[p] / healthOpen.latenciesMs[p]).toFixed(4)),
       })),
     ];
@@ -183,17 +251,25 @@ async function httpFigures(seconds: number, store: 'memory' | 'redis'): Promise<
 
 /** bench/grpc-load.ts in a process of its own; a failed call fails the run. */
 async function grpcLoad(spec: Record<string, unknown>): Promise<LoadResult> {
-  const run = execFileAsync(process.execPath, ['--import', 'tsx', path.join(__dirname, 'grpc-load.ts')], { encoding: 'utf8', maxBuffer: 1 << 20 });
+  const run = execFileAsync(process.execPath, ['--import', 'tsx', path.join(__dirname, 'grpc-load.ts')], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+  });
   run.child.stdin!.end(JSON.stringify(spec));
   const { stdout } = await run;
   const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as LoadResult;
-  if (result.errors > 0) throw new Error(`${result.errors} of ${result.requests} gRPC calls failed: ${JSON.stringify(spec.target)}`);
+  if (result.errors > 0)
+    throw new Error(`${result.errors} of ${result.requests} gRPC calls failed: ${JSON.stringify(spec.target)}`);
   return result;
 }
 
 /** The bare reference server (bench/grpc-bare-server.ts), run with the service processes' node flags. */
 async function startBareGrpcServer(): Promise<{ port: number; pid: number; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', path.join(__dirname, 'grpc-bare-server.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [...SERVICE_NODE_FLAGS, '--import', 'tsx', path.join(__dirname, 'grpc-bare-server.ts')],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const exited = once(child, 'exit');
   const [line] = (await once(child.stdout!, 'data')) as [Buffer];
   return {
@@ -217,8 +293,14 @@ export async function grpcRateLimitFigures(seconds: number): Promise<Figure[]> {
   const apis: ServiceProcess[] = [];
   try {
     const env = (store: 'memory' | 'redis', extra: Record<string, string> = {}) => ({
-      DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: `bench_${randomBytes(4).toString('hex')}`, RATE_LIMIT_STORE: store,
-      NODE_ENV: 'production', GATEHOOK_ENCRYPTION_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'warn', ...extra,
+      DATABASE_URL: database.url,
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_PREFIX: `bench_${randomBytes(4).toString('hex')}`,
+      RATE_LIMIT_STORE: store,
+      NODE_ENV: 'production',
+      GATEHOOK_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+      LOG_LEVEL: 'warn',
+      ...extra,
     });
     const memory = await startServiceProcess('api', env('memory'));
     apis.push(memory);
@@ -239,14 +321,34 @@ export async function grpcRateLimitFigures(seconds: number): Promise<Figure[]> {
     for (const name of Object.keys(orgs) as (keyof typeof orgs)[]) {
       keys[name] = (await issueApiKey(db, { orgId: orgs[name], name: 'bench', role: 'admin', permissions: [] })).key;
       for (const r of rulesOf[name]) {
-        const body = { name: r.name, scope: r.scope, key_by: r.keyBy, limit: r.limit, window_seconds: r.windowSeconds, burst: r.burst };
-        const created = await fetch(`http://127.0.0.1:${memory.port}/rate-limits/rules`, { method: 'POST', headers: { authorization: `Bearer ${keys[name]}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const body = {
+          name: r.name,
+          scope: r.scope,
+          key_by: r.keyBy,
+          limit: r.limit,
+          window_seconds: r.windowSeconds,
+          burst: r.burst,
+        };
+        const created = await fetch(`http://127.0.0.1:${memory.port}/rate-limits/rules`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${keys[name]}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
         if (created.status !== 201) throw new Error(`rule not created: ${created.status} ${await created.text()}`);
       }
     }
-    const requests = USERS.map((user_id) => encodeRlsRequest('mcp_tool_call', [[['tool_key', 'github.create_issue'], ['user_id', user_id]]]).toString('base64'));
+    const requests = USERS.map((user_id) =>
+      encodeRlsRequest('mcp_tool_call', [
+        [
+          ['tool_key', 'github.create_issue'],
+          ['user_id', user_id],
+        ],
+      ]).toString('base64'),
+    );
     const grpc = (api: { grpcPort: number } | { port: number }, org: keyof typeof orgs) => ({
-      target: `127.0.0.1:${'grpcPort' in api ? api.grpcPort : api.port}`, authorization: `Bearer ${keys[org]}`, requests,
+      target: `127.0.0.1:${'grpcPort' in api ? api.grpcPort : api.port}`,
+      authorization: `Bearer ${keys[org]}`,
+      requests,
     });
     const warmupSeconds = 1;
     const closed = { mode: 'closed', concurrency: CONCURRENCY, seconds, warmupSeconds };
@@ -263,44 +365,69 @@ export async function grpcRateLimitFigures(seconds: number): Promise<Figure[]> {
     const bareMeasured = await measured(bare, bare.pid);
     const [checksClosed, bareClosed] = [checks.result, bareMeasured.result];
     const httpHeaders = { authorization: `Bearer ${keys.three}`, 'content-type': 'application/json' };
-    const httpClosed = await load({ url: `http://127.0.0.1:${memory.port}/rate-limits/check`, method: 'POST', headers: httpHeaders, bodies: USERS.map((user_id) => JSON.stringify({ user_id, tool_key: 'github.create_issue' })), ...closed });
+    const httpClosed = await load({
+      url: `http://127.0.0.1:${memory.port}/rate-limits/check`,
+      method: 'POST',
+      headers: httpHeaders,
+      bodies: USERS.map((user_id) => JSON.stringify({ user_id, tool_key: 'github.create_issue' })),
+      ...closed,
+    });
     const bareOpen = await grpcLoad({ ...grpc(bare, 'one'), mode: 'open', rate: GRPC_RATE, seconds, warmupSeconds });
 
     const figures: Figure[] = [
       {
         figure: `ShouldRateLimit over gRPC at concurrency ${CONCURRENCY} (memory store, 3 matching rules)`,
-        value: checksClosed.perSecond, unit: 'checks/s',
-        reference: `bare @grpc/grpc-js server answering a constant message, same client`, referenceValue: bareClosed.perSecond,
-        ratio: Number((checksClosed.perSecond / bareClosed.perSecond).toFixed(4)), note: 'bar: ratio ≥ 0.6',
+        value: checksClosed.perSecond,
+        unit: 'checks/s',
+        reference: `bare @grpc/grpc-js server answering a constant message, same client`,
+        referenceValue: bareClosed.perSecond,
+        ratio: Number((checksClosed.perSecond / bareClosed.perSecond).toFixed(4)),
+        note: 'bar: ratio ≥ 0.6',
       },
       {
         figure: `ShouldRateLimit CPU of the server process per call at concurrency ${CONCURRENCY} (memory store, 3 matching rules; lower is better)`,
-        value: checks.cpuUsPerCall, unit: 'µs',
-        reference: 'bare @grpc/grpc-js server CPU per call', referenceValue: bareMeasured.cpuUsPerCall,
+        value: checks.cpuUsPerCall,
+        unit: 'µs',
+        reference: 'bare @grpc/grpc-js server CPU per call',
+        referenceValue: bareMeasured.cpuUsPerCall,
         ratio: Number((checks.cpuUsPerCall / bareMeasured.cpuUsPerCall).toFixed(4)),
       },
       ...(['p50', 'p99'] as const).map((p) => ({
         figure: `ShouldRateLimit ${p} at concurrency ${CONCURRENCY} (memory store, 3 matching rules; lower is better)`,
-        value: checksClosed.latenciesMs[p], unit: 'ms',
-        reference: `bare @grpc/grpc-js server ${p} at concurrency ${CONCURRENCY}`, referenceValue: bareClosed.latenciesMs[p],
+        value: checksClosed.latenciesMs[p],
+        unit: 'ms',
+        reference: `bare @grpc/grpc-js server ${p} at concurrency ${CONCURRENCY}`,
+        referenceValue: bareClosed.latenciesMs[p],
         ratio: Number((checksClosed.latenciesMs[p] / bareClosed.latenciesMs[p]).toFixed(4)),
       })),
       {
         figure: `POST /rate-limits/check at concurrency ${CONCURRENCY} (memory store, 3 matching rules)`,
-        value: httpClosed.perSecond, unit: 'checks/s',
-        reference: `ShouldRateLimit at concurrency ${CONCURRENCY}, same process`, referenceValue: checksClosed.perSecond,
+        value: httpClosed.perSecond,
+        unit: 'checks/s',
+        reference: `ShouldRateLimit at concurrency ${CONCURRENCY}, same process`,
+        referenceValue: checksClosed.perSecond,
         ratio: Number((httpClosed.perSecond / checksClosed.perSecond).toFixed(4)),
       },
     ];
-    const stores: [string, ServiceProcess][] = [['memory store', memory], ['Redis store', redis], ['3-master Redis Cluster', onCluster]];
+    const stores: [string, ServiceProcess][] = [
+      ['memory store', memory],
+      ['Redis store', redis],
+      ['3-master Redis Cluster', onCluster],
+    ];
     for (const [where, api] of stores) {
-      for (const [org, count, bar] of [['one', 1, 5], ['ten', 10, 7.5]] as const) {
+      for (const [org, count, bar] of [
+        ['one', 1, 5],
+        ['ten', 10, 7.5],
+      ] as const) {
         const result = await grpcLoad({ ...grpc(api, org), mode: 'open', rate: GRPC_RATE, seconds, warmupSeconds });
         figures.push({
           figure: `ShouldRateLimit p99 at ${GRPC_RATE} checks/s (${where}, ${count} matching rule${count === 1 ? '' : 's'}; lower is better)`,
-          value: result.latenciesMs.p99, unit: 'ms',
-          reference: `bare @grpc/grpc-js server p99 at ${GRPC_RATE}/s`, referenceValue: bareOpen.latenciesMs.p99,
-          ratio: Number((result.latenciesMs.p99 / bareOpen.latenciesMs.p99).toFixed(4)), note: `bar: ≤ ${bar} ms`,
+          value: result.latenciesMs.p99,
+          unit: 'ms',
+          reference: `bare @grpc/grpc-js server p99 at ${GRPC_RATE}/s`,
+          referenceValue: bareOpen.latenciesMs.p99,
+          ratio: Number((result.latenciesMs.p99 / bareOpen.latenciesMs.p99).toFixed(4)),
+          note: `bar: ≤ ${bar} ms`,
         });
       }
     }

@@ -41,9 +41,18 @@ async function seedFailedDeliveries(rig: Rig, orgId: string, webhookId: string, 
       const body = renderEnvelope(event);
       const id = randomUUID();
       return {
-        id, orgId, webhookId, status: 'failed' as const, eventIds: [eventId], eventCount: 1,
-        bodyEncrypted: sealBody(box, body, id, { varNames: [] }), contentType: 'application/json', error: 'attempts_exhausted',
-        attemptCount: 8, cycleAttempts: 8, createdAt,
+        id,
+        orgId,
+        webhookId,
+        status: 'failed' as const,
+        eventIds: [eventId],
+        eventCount: 1,
+        bodyEncrypted: sealBody(box, body, id, { varNames: [] }),
+        contentType: 'application/json',
+        error: 'attempts_exhausted',
+        attemptCount: 8,
+        cycleAttempts: 8,
+        createdAt,
       };
     });
     await rig.db.delivery.createMany({ data: rows });
@@ -55,7 +64,12 @@ async function seedFailedDeliveries(rig: Rig, orgId: string, webhookId: string, 
  * (ECONNRESET): that one is sent again rather than ending the bench, and its latency still counts from the first try.
  */
 function liveEvent(org: Org): () => Promise<string[]> {
-  return () => org.ingest(1).catch((error: unknown) => ((error as { code?: string }).code === 'ECONNRESET' ? org.ingest(1) : Promise.reject(error)));
+  return () =>
+    org
+      .ingest(1)
+      .catch((error: unknown) =>
+        (error as { code?: string }).code === 'ECONNRESET' ? org.ingest(1) : Promise.reject(error),
+      );
 }
 
 async function startRecovery(rig: Rig, key: string, webhookId: string): Promise<string> {
@@ -101,19 +115,28 @@ export async function recoverFigures(seconds: number): Promise<Figure[]> {
       {
         ...figure(
           `live webhook p99 at ${LIVE_RATE} events/s over another webhook's recovery of ${RECOVER_EVENTS.toLocaleString('en-US')} deliveries (TASK_SEND_RATE ${SEND_RATE || 'off'}; bar: 250 ms; lower is better)`,
-          ms(percentile(during, 99)), 'ms', 'same live webhook p99 without a recovery, same run', ms(percentile(without, 99)),
+          ms(percentile(during, 99)),
+          'ms',
+          'same live webhook p99 without a recovery, same run',
+          ms(percentile(without, 99)),
         ),
         note: `${during.length.toLocaleString('en-US')} live events; ${Math.round(duringShare * 100)}% recovered when the measurement ended`,
       },
       SEND_RATE > 0
         ? figure(
-          `recovery rate, ${RECOVER_EVENTS.toLocaleString('en-US')} failed deliveries re-sent (1 worker, live events at ${LIVE_RATE}/s meanwhile)`,
-          Math.round((RECOVER_EVENTS / recoveryMs) * 1000), 'deliveries/s', 'its cap, TASK_SEND_RATE', SEND_RATE,
-        )
+            `recovery rate, ${RECOVER_EVENTS.toLocaleString('en-US')} failed deliveries re-sent (1 worker, live events at ${LIVE_RATE}/s meanwhile)`,
+            Math.round((RECOVER_EVENTS / recoveryMs) * 1000),
+            'deliveries/s',
+            'its cap, TASK_SEND_RATE',
+            SEND_RATE,
+          )
         : figure(
-          `recovery rate, ${RECOVER_EVENTS.toLocaleString('en-US')} failed deliveries re-sent (1 worker, no send cap: paced by TASK_MAX_BACKLOG only)`,
-          Math.round((RECOVER_EVENTS / recoveryMs) * 1000), 'deliveries/s', 'live events/s fed meanwhile', LIVE_RATE,
-        ),
+            `recovery rate, ${RECOVER_EVENTS.toLocaleString('en-US')} failed deliveries re-sent (1 worker, no send cap: paced by TASK_MAX_BACKLOG only)`,
+            Math.round((RECOVER_EVENTS / recoveryMs) * 1000),
+            'deliveries/s',
+            'live events/s fed meanwhile',
+            LIVE_RATE,
+          ),
     ];
   });
 }

@@ -41,9 +41,12 @@ const NEAR_MISSES = 5;
 
 /** The worst body: every value JSON-escaped, a few next to a near miss, padded out to BODY_LENGTH. */
 function worstBody(values: readonly string[]): string {
-  const events = values.map((v, i): Record<string, string> => (i < NEAR_MISSES ? { id: String(i), value: v, near: v.slice(0, -1) } : { id: String(i), value: v }));
+  const events = values.map((v, i): Record<string, string> =>
+    i < NEAR_MISSES ? { id: String(i), value: v, near: v.slice(0, -1) } : { id: String(i), value: v },
+  );
   let body = JSON.stringify(events);
-  if (body.length < BODY_LENGTH) body = JSON.stringify([...events, { filler: 'é\\n"'.repeat(Math.ceil((BODY_LENGTH - body.length) / 4)) }]);
+  if (body.length < BODY_LENGTH)
+    body = JSON.stringify([...events, { filler: 'é\\n"'.repeat(Math.ceil((BODY_LENGTH - body.length) / 4)) }]);
   return body;
 }
 
@@ -51,7 +54,9 @@ async function seed(rig: Rig): Promise<{ key: string; paths: string[]; bodyLengt
   const org = await rig.org();
   const receiver = await rig.receiver();
   const vars = Object.fromEntries(Array.from({ length: VARS }, (_, i) => [`V${i}`, value(i)]));
-  const headers = Object.fromEntries(Array.from({ length: HEADERS }, (_, i) => [`X-H${i}`, value(VARS + i).replace(/[^\t\x20-\x7e]/g, '.')]));
+  const headers = Object.fromEntries(
+    Array.from({ length: HEADERS }, (_, i) => [`X-H${i}`, value(VARS + i).replace(/[^\t\x20-\x7e]/g, '.')]),
+  );
   const hook = await org.webhook(receiver.url('/view'), { vars, headers });
   const row = await rig.db.webhook.findUniqueOrThrow({ where: { id: hook.id } });
   const box = new SecretBox(rig.encryptionKey);
@@ -60,15 +65,33 @@ async function seed(rig: Rig): Promise<{ key: string; paths: string[]; bodyLengt
   for (let i = 0; i < DELIVERIES; i += 1) {
     const id = randomUUID();
     await rig.db.delivery.create({
-      data: { id, orgId: org.orgId, webhookId: hook.id, status: 'succeeded', eventIds: [randomUUID()], eventCount: 1, bodyEncrypted: sealBody(box, body, id, row), contentType: 'application/json', secretsVersion: secretsVersionOf(row), attemptCount: 1 },
+      data: {
+        id,
+        orgId: org.orgId,
+        webhookId: hook.id,
+        status: 'succeeded',
+        eventIds: [randomUUID()],
+        eventCount: 1,
+        bodyEncrypted: sealBody(box, body, id, row),
+        contentType: 'application/json',
+        secretsVersion: secretsVersionOf(row),
+        attemptCount: 1,
+      },
     });
-    await rig.db.deliveryAttempt.create({ data: { deliveryId: id, webhookId: hook.id, at: new Date(), statusCode: 200, durationMs: 5 } });
+    await rig.db.deliveryAttempt.create({
+      data: { deliveryId: id, webhookId: hook.id, at: new Date(), statusCode: 200, durationMs: 5 },
+    });
     paths.push(`/webhooks/${hook.id}/deliveries/${id}/request`);
   }
   // One view, checked: every value is redacted (the bench measures the real work, not an error path).
   const first = await fetch(`${rig.api}${paths[0]}`, { headers: { authorization: `Bearer ${org.key}` } });
   const shown = (await first.json()) as { body: string };
-  if (first.status !== 200 || shown.body.includes(JSON.stringify(value(1)).slice(1, -1)) || !shown.body.includes('[redacted]')) throw new Error(`request view not redacted: ${first.status}`);
+  if (
+    first.status !== 200 ||
+    shown.body.includes(JSON.stringify(value(1)).slice(1, -1)) ||
+    !shown.body.includes('[redacted]')
+  )
+    throw new Error(`request view not redacted: ${first.status}`);
   return { key: org.key, paths, bodyLength: body.length };
 }
 
@@ -77,9 +100,27 @@ export async function requestViewFigures(seconds: number): Promise<Figure[]> {
   return withRig(async (rig) => {
     const window = Math.max(seconds, HEALTH_SECONDS);
     const { key, paths, bodyLength } = await seed(rig);
-    const health = { url: `${rig.api}/healthz`, method: 'GET', headers: {}, mode: 'open', rate: HEALTH_RATE, seconds: window };
+    const health = {
+      url: `${rig.api}/healthz`,
+      method: 'GET',
+      headers: {},
+      mode: 'open',
+      rate: HEALTH_RATE,
+      seconds: window,
+    };
     const calm = await load({ ...health, warmupSeconds: 1 });
-    const views = load({ url: `${rig.api}${paths[0]}`, paths, method: 'GET', headers: { authorization: `Bearer ${key}` }, mode: 'open', rate: VIEW_RATE, seconds: window + 2 }, { tolerateErrors: true });
+    const views = load(
+      {
+        url: `${rig.api}${paths[0]}`,
+        paths,
+        method: 'GET',
+        headers: { authorization: `Bearer ${key}` },
+        mode: 'open',
+        rate: VIEW_RATE,
+        seconds: window + 2,
+      },
+      { tolerateErrors: true },
+    );
     views.catch(() => undefined);
     await sleep(1000);
     const abused = await load(health);
@@ -88,8 +129,26 @@ export async function requestViewFigures(seconds: number): Promise<Figure[]> {
       `API GET /healthz ${stat} at ${HEALTH_RATE} req/s while one tenant requests ${VIEW_RATE} request views/s of deliveries with ${VARS} variables and ${HEADERS} header values of ${VALUE_LENGTH.toLocaleString('en-US')} characters and a ${Math.round(bodyLength / 1000)} KB body printing them all (bar: p99 ≤ ${HEALTHZ_BAR_MS} ms; lower is better)`;
     const note = `${v.requests} views (${v.errors} not 200), view p50 ${v.latenciesMs.p50} ms, p99 ${v.latenciesMs.p99} ms`;
     return [
-      { ...figure(name('p99'), abused.latenciesMs.p99, 'ms', `GET /healthz p99 at ${HEALTH_RATE} req/s without them, same run`, calm.latenciesMs.p99), note },
-      { ...figure(name('max'), abused.latenciesMs.max, 'ms', `GET /healthz max at ${HEALTH_RATE} req/s without them, same run`, calm.latenciesMs.max), note },
+      {
+        ...figure(
+          name('p99'),
+          abused.latenciesMs.p99,
+          'ms',
+          `GET /healthz p99 at ${HEALTH_RATE} req/s without them, same run`,
+          calm.latenciesMs.p99,
+        ),
+        note,
+      },
+      {
+        ...figure(
+          name('max'),
+          abused.latenciesMs.max,
+          'ms',
+          `GET /healthz max at ${HEALTH_RATE} req/s without them, same run`,
+          calm.latenciesMs.max,
+        ),
+        note,
+      },
     ];
   });
 }

@@ -6,7 +6,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createDb, sqlPool, type Pool } from '@gatehook/db/client';
 import { applyMigrations } from '@gatehook/db/migrate';
-import { dropExpiredPartitions, ensurePartitions, partitionName, periodStart, uuidV7Floor } from '@gatehook/db/partitions';
+import {
+  dropExpiredPartitions,
+  ensurePartitions,
+  partitionName,
+  periodStart,
+  uuidV7Floor,
+} from '@gatehook/db/partitions';
 import type { Figure } from './measure';
 
 const ROWS = Number(process.env.BENCH_RETENTION_ROWS ?? 5_000_000);
@@ -47,7 +53,10 @@ async function deadTuples(pool: Pool, table: string): Promise<number> {
     await client.query('SELECT pg_stat_force_next_flush()');
     // A fresh transaction sees the flushed counters (statistics are cached per transaction).
     await new Promise((r) => setTimeout(r, 200));
-    const { rows } = await client.query<{ n: string }>(`SELECT n_dead_tup AS n FROM pg_stat_user_tables WHERE relname = $1`, [table]);
+    const { rows } = await client.query<{ n: string }>(
+      `SELECT n_dead_tup AS n FROM pg_stat_user_tables WHERE relname = $1`,
+      [table],
+    );
     return Number(rows[0]?.n ?? 0);
   } finally {
     client.release();
@@ -79,13 +88,17 @@ export async function retentionFigures(): Promise<Figure[]> {
     let started = performance.now();
     const result = await dropExpiredPartitions(pool, new Date(dropped + DAY));
     const dropMs = performance.now() - started;
-    if (!result?.dropped.deliveries?.includes(partitionName('deliveries', dropped))) throw new Error('the day partition was not dropped');
+    if (!result?.dropped.deliveries?.includes(partitionName('deliveries', dropped)))
+      throw new Error('the day partition was not dropped');
 
     // The sweep before partitioning: chunks of 5,000 by an index, deliveries then their attempts.
     const [lo, hi] = [uuidV7Floor(deleted), uuidV7Floor(deleted + DAY)];
     started = performance.now();
     for (;;) {
-      const { rowCount } = await pool.query(`DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE id >= $1 AND id < $2 LIMIT ${CHUNK})`, [lo, hi]);
+      const { rowCount } = await pool.query(
+        `DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE id >= $1 AND id < $2 LIMIT ${CHUNK})`,
+        [lo, hi],
+      );
       if ((rowCount ?? 0) < CHUNK) break;
     }
     for (;;) {
@@ -96,16 +109,39 @@ export async function retentionFigures(): Promise<Figure[]> {
       if ((rowCount ?? 0) < CHUNK) break;
     }
     const deleteMs = performance.now() - started;
-    const dead = (await deadTuples(pool, partitionName('deliveries', deleted))) + (await deadTuples(pool, partitionName('delivery_attempts', deleted)));
+    const dead =
+      (await deadTuples(pool, partitionName('deliveries', deleted))) +
+      (await deadTuples(pool, partitionName('delivery_attempts', deleted)));
     started = performance.now();
     await pool.query(`VACUUM ${partitionName('deliveries', deleted)}, ${partitionName('delivery_attempts', deleted)}`);
     const vacuumMs = performance.now() - started;
 
     const rows = `${ROWS.toLocaleString('en-US')} deliveries + attempts`;
     return [
-      { figure: `retention: drop a day's partitions (${rows})`, value: Math.round(dropMs), unit: 'ms', reference: 'DELETE of the same rows', referenceValue: Math.round(deleteMs), ratio: Number((dropMs / deleteMs).toFixed(4)) },
-      { figure: 'retention: dead tuples left by dropping partitions', value: 0, unit: 'tuples', reference: 'left by the DELETE', referenceValue: dead, ratio: null },
-      { figure: 'retention: VACUUM owed after the DELETE', value: Math.round(vacuumMs), unit: 'ms', reference: null, referenceValue: null, ratio: null },
+      {
+        figure: `retention: drop a day's partitions (${rows})`,
+        value: Math.round(dropMs),
+        unit: 'ms',
+        reference: 'DELETE of the same rows',
+        referenceValue: Math.round(deleteMs),
+        ratio: Number((dropMs / deleteMs).toFixed(4)),
+      },
+      {
+        figure: 'retention: dead tuples left by dropping partitions',
+        value: 0,
+        unit: 'tuples',
+        reference: 'left by the DELETE',
+        referenceValue: dead,
+        ratio: null,
+      },
+      {
+        figure: 'retention: VACUUM owed after the DELETE',
+        value: Math.round(vacuumMs),
+        unit: 'ms',
+        reference: null,
+        referenceValue: null,
+        ratio: null,
+      },
     ];
   } finally {
     await db.$disconnect();

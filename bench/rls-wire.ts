@@ -23,7 +23,8 @@ const bytes = (field: number, value: Buffer | string) => {
 
 /** A RateLimitRequest of `domain` with one descriptor per list of [key, value] entries. */
 export function encodeRlsRequest(domain: string, descriptors: [string, string][][]): Buffer {
-  const descriptor = (entries: [string, string][]) => bytes(2, Buffer.concat(entries.map(([key, value]) => bytes(1, Buffer.concat([bytes(1, key), bytes(2, value)])))));
+  const descriptor = (entries: [string, string][]) =>
+    bytes(2, Buffer.concat(entries.map(([key, value]) => bytes(1, Buffer.concat([bytes(1, key), bytes(2, value)])))));
   return Buffer.concat([bytes(1, domain), ...descriptors.map(descriptor)]);
 }
 
@@ -36,7 +37,12 @@ export function constantRlsResponse(): Buffer {
   const limit = Buffer.concat([number(1, 1000), number(2, 2), bytes(3, name)]);
   const status = Buffer.concat([number(1, 1), bytes(2, limit), number(3, 999), bytes(4, number(1, 60))]);
   const header = (key: string, value: string) => bytes(3, Buffer.concat([bytes(1, key), bytes(2, value)]));
-  return Buffer.concat([number(1, 1), bytes(2, status), header('RateLimit-Policy', `"${name}";q=1000;w=60`), header('RateLimit', `"${name}";r=999;t=60`)]);
+  return Buffer.concat([
+    number(1, 1),
+    bytes(2, status),
+    header('RateLimit-Policy', `"${name}";q=1000;w=60`),
+    header('RateLimit', `"${name}";r=999;t=60`),
+  ]);
 }
 
 const same = (message: Buffer) => message;

@@ -45,7 +45,8 @@ const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(','))
 
 async function main(): Promise<void> {
   const figures: Figure[] = [];
-  for (const [name, run] of Object.entries(GROUPS)) if (only === null ? !OPT_IN.has(name) : only.has(name)) figures.push(...(await run(seconds)));
+  for (const [name, run] of Object.entries(GROUPS))
+    if (only === null ? !OPT_IN.has(name) : only.has(name)) figures.push(...(await run(seconds)));
   const rows = figures.map((f) => [
     f.note ? `${f.figure} [${f.note}]` : f.figure,
     f.value.toLocaleString('en-US'),
@@ -60,10 +61,18 @@ async function main(): Promise<void> {
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of rows) console.log(line(row));
 
-  const machine = { node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(os.totalmem() / 2 ** 30) };
+  const machine = {
+    node: process.version,
+    cpus: os.cpus().length,
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+  };
   const out = path.join(__dirname, 'results');
   mkdirSync(out, { recursive: true });
-  writeFileSync(path.join(out, 'latest.json'), `${JSON.stringify({ at: new Date().toISOString(), machine, seconds, figures }, null, 2)}\n`);
+  writeFileSync(
+    path.join(out, 'latest.json'),
+    `${JSON.stringify({ at: new Date().toISOString(), machine, seconds, figures }, null, 2)}\n`,
+  );
   console.log(`\nwritten to bench/results/latest.json (${machine.cpus} × ${machine.cpu}, Node ${machine.node})`);
 }
 

@@ -122,7 +122,8 @@ async function stallCounters(workers: readonly ServiceProcess[]): Promise<Stalls
     const text = await (await fetch(`http://127.0.0.1:${worker.port}/metrics`)).text();
     for (const line of text.split('\n')) {
       for (const [key, name] of Object.entries(STALL_COUNTERS) as [keyof Stalls, string][]) {
-        if (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) total[key] += Number(line.slice(line.lastIndexOf(' ') + 1));
+        if (line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+          total[key] += Number(line.slice(line.lastIndexOf(' ') + 1));
       }
     }
   }
@@ -151,7 +152,12 @@ async function burst(stack: Stack, eventsPerOrg: number): Promise<Burst> {
   const expected = ORGS * eventsPerOrg * WEBHOOKS_PER_ORG;
   const base = stack.counter.count();
   const repeatsBefore = stack.counter.repeats();
-  const requests = stack.orgs.flatMap((org) => Array.from({ length: Math.ceil(eventsPerOrg / 100) }, (_, i) => () => org.ingest(Math.min(100, eventsPerOrg - i * 100))));
+  const requests = stack.orgs.flatMap((org) =>
+    Array.from(
+      { length: Math.ceil(eventsPerOrg / 100) },
+      (_, i) => () => org.ingest(Math.min(100, eventsPerOrg - i * 100)),
+    ),
+  );
   const window = await meter(stack.rig.apiProcess, stack.workers, stack.rig.db);
   const stallsBefore = await stallCounters(stack.workers);
   const redisCpu = () => stack.rig.redisPids.reduce((sum, pid) => sum + cpuMs(pid), 0);
@@ -171,8 +177,23 @@ async function burst(stack: Stack, eventsPerOrg: number): Promise<Burst> {
   const cost = await window.end(arrived);
   const redisCpuMs = Number(((redisCpu() - redisBefore) / Math.max(1, arrived)).toFixed(3));
   const stallsAfter = await stallCounters(stack.workers);
-  const stalls = { reenqueued: stallsAfter.reenqueued - stallsBefore.reenqueued, restarts: stallsAfter.restarts - stallsBefore.restarts, redisErrors: stallsAfter.redisErrors - stallsBefore.redisErrors };
-  return { deliveriesPerSecond: Math.round((arrived / ms) * 1000), repeats: stack.counter.repeats() - repeatsBefore, ms99, stalls, expected, arrived, ms, workerCpuMs: cost.workerCpuMs, postgresCpuMs: cost.postgresCpuMs, redisCpuMs };
+  const stalls = {
+    reenqueued: stallsAfter.reenqueued - stallsBefore.reenqueued,
+    restarts: stallsAfter.restarts - stallsBefore.restarts,
+    redisErrors: stallsAfter.redisErrors - stallsBefore.redisErrors,
+  };
+  return {
+    deliveriesPerSecond: Math.round((arrived / ms) * 1000),
+    repeats: stack.counter.repeats() - repeatsBefore,
+    ms99,
+    stalls,
+    expected,
+    arrived,
+    ms,
+    workerCpuMs: cost.workerCpuMs,
+    postgresCpuMs: cost.postgresCpuMs,
+    redisCpuMs,
+  };
 }
 
 /** Starts worker processes until the stack has `count`, then warms the new ones up with a burst. */
@@ -210,7 +231,10 @@ async function bareRate(stack: Stack): Promise<number> {
 const TOPOLOGY: Record<RigRedis, string> = { single: 'one Redis', cluster: '3-master Redis Cluster' };
 
 function note(b: Burst, processes: number, stack: RigRedis): string {
-  const missing = b.arrived < b.expected ? `; ${(b.expected - b.arrived).toLocaleString('en-US')} of ${b.expected.toLocaleString('en-US')} had not arrived within ${SETTLE_MS / 1000} s` : '';
+  const missing =
+    b.arrived < b.expected
+      ? `; ${(b.expected - b.arrived).toLocaleString('en-US')} of ${b.expected.toLocaleString('en-US')} had not arrived within ${SETTLE_MS / 1000} s`
+      : '';
   const repeated = b.repeats > 0 ? `; ${b.repeats.toLocaleString('en-US')} arrived twice` : '';
   const stalls = [
     b.stalls.reenqueued > 0 ? `the reconciler re-enqueued ${b.stalls.reenqueued}` : '',
@@ -249,7 +273,11 @@ async function historySizes(rig: Rig): Promise<Figure[]> {
     const referenceValue = Math.round(after.bytes / Math.max(1, after.n));
     figures.push({
       figure: `scale: bytes on disk per ${row} as written (${table}, all partitions with indexes and TOAST; one-Redis stack after its bursts)`,
-      value, unit: 'bytes', reference: 'the same after VACUUM FULL', referenceValue, ratio: Number((value / referenceValue).toFixed(4)),
+      value,
+      unit: 'bytes',
+      reference: 'the same after VACUUM FULL',
+      referenceValue,
+      ratio: Number((value / referenceValue).toFixed(4)),
       note: `${before.n.toLocaleString('en-US')} rows, ${(before.bytes / 2 ** 20).toFixed(1)} MiB as written, ${(after.bytes / 2 ** 20).toFixed(1)} MiB after`,
     });
   }
@@ -288,11 +316,17 @@ async function measure(stacks: Stack[]): Promise<Figure[]> {
       const name = `scale: end-to-end deliveries/s, ${processes} worker process${processes === 1 ? '' : 'es'}, ${TOPOLOGY[stack.kind]} (${shape})`;
       const reference =
         stack.kind === 'cluster'
-          ? [`${processes} worker process${processes === 1 ? '' : 'es'}, one Redis, same run`, results.get(`single:${processes}`)!.deliveriesPerSecond] as const
+          ? ([
+              `${processes} worker process${processes === 1 ? '' : 'es'}, one Redis, same run`,
+              results.get(`single:${processes}`)!.deliveriesPerSecond,
+            ] as const)
           : processes === 1
-            ? [`bare render + sign + keep-alive HTTPS POST loop, ${CONCURRENCY} in flight`, bare] as const
-            : ['1 worker process, one Redis, same run', one.deliveriesPerSecond] as const;
-      figures.push({ ...figure(name, b.deliveriesPerSecond, 'deliveries/s', reference[0], reference[1]), note: note(b, processes, stack.kind) });
+            ? ([`bare render + sign + keep-alive HTTPS POST loop, ${CONCURRENCY} in flight`, bare] as const)
+            : (['1 worker process, one Redis, same run', one.deliveriesPerSecond] as const);
+      figures.push({
+        ...figure(name, b.deliveriesPerSecond, 'deliveries/s', reference[0], reference[1]),
+        note: note(b, processes, stack.kind),
+      });
     }
     for (const processes of PROCESS_COUNTS.filter((n) => n > 1)) {
       const b = results.get(`${stack.kind}:${processes}`)!;

@@ -8,15 +8,21 @@
 //    only when the event is `webhook.test` (the save-time sample is the first subscribed action, so it never takes
 //    that branch).
 import type { AuditEventData } from '@gatehook/delivery/render/envelope';
-import { checkPayloadTemplate, renderWithTemplate, type TemplateCheck } from '@gatehook/delivery/render/payload-template';
+import {
+  checkPayloadTemplate,
+  renderWithTemplate,
+  type TemplateCheck,
+} from '@gatehook/delivery/render/payload-template';
 
 type Template = Extract<TemplateCheck, { ok: true }>['template'];
 
 /** Renders `events` by double iteration over `.Payload.items`; cheap (one small object) when the list is absent. */
-export const SLOW_EVENT_TEMPLATE = '{{range .Payload.items}}{{range $.Payload.items}}{{if json $.Payload.pad}}{{end}}{{end}}{{end}}{"id": {{json .ID}}, "action": {{json .Action}}}';
+export const SLOW_EVENT_TEMPLATE =
+  '{{range .Payload.items}}{{range $.Payload.items}}{{if json $.Payload.pad}}{{end}}{{end}}{{end}}{"id": {{json .ID}}, "action": {{json .Action}}}';
 
 /** Slow only for the test send's `webhook.test` event, over the webhook's variables. */
-export const SLOW_TEST_TEMPLATE = '{{if eq .Action "webhook.test"}}{{range .Vars}}{{range $.Vars}}{{range $.Vars}}{{if json $.Vars}}{{end}}{{end}}{{end}}{{end}}{{end}}{"id": {{json .ID}}, "action": {{json .Action}}}';
+export const SLOW_TEST_TEMPLATE =
+  '{{if eq .Action "webhook.test"}}{{range .Vars}}{{range $.Vars}}{{range $.Vars}}{{if json $.Vars}}{{end}}{{end}}{{end}}{{end}}{{end}}{"id": {{json .ID}}, "action": {{json .Action}}}';
 
 const PAD = 'x'.repeat(16 * 1024);
 /** The step budget (10⁶ nodes, iterations and calls) allows about 550² iterations of the inner body. */
@@ -58,7 +64,13 @@ function renderMs(template: Template, event: AuditEventData, vars: Record<string
  * The size (n, within 1..max) at which `render(n)` takes about `targetMs`, for a cost that grows as n^power:
  * measured at a small size, scaled, measured again and corrected once.
  */
-function calibrate(render: (n: number) => number, power: number, start: number, max: number, targetMs: number): { n: number; ms: number } {
+function calibrate(
+  render: (n: number) => number,
+  power: number,
+  start: number,
+  max: number,
+  targetMs: number,
+): { n: number; ms: number } {
   let n = start;
   let ms = render(n);
   for (let round = 0; round < 2; round += 1) {
@@ -78,13 +90,25 @@ function calibrate(render: (n: number) => number, power: number, start: number, 
 /** The list length at which one event of `event`'s shape renders through SLOW_EVENT_TEMPLATE in about `targetMs`. */
 export function calibrateSlowEvent(event: AuditEventData, targetMs: number): { items: number; ms: number } {
   const template = compiled(SLOW_EVENT_TEMPLATE, {}, [event.action]);
-  const { n, ms } = calibrate((items) => renderMs(template, { ...event, payload: { ...event.payload, ...slowPayload(items) } }, {}), 2, 40, MAX_ITEMS, targetMs);
+  const { n, ms } = calibrate(
+    (items) => renderMs(template, { ...event, payload: { ...event.payload, ...slowPayload(items) } }, {}),
+    2,
+    40,
+    MAX_ITEMS,
+    targetMs,
+  );
   return { items: n, ms };
 }
 
 /** The number of variables at which a test send through SLOW_TEST_TEMPLATE renders in about `targetMs`. */
 export function calibrateSlowTest(event: AuditEventData, targetMs: number): { vars: number; ms: number } {
   const test = { ...event, action: 'webhook.test' };
-  const { n, ms } = calibrate((count) => renderMs(compiled(SLOW_TEST_TEMPLATE, slowVars(count), [event.action]), test, slowVars(count)), 4, 10, MAX_VARS, targetMs);
+  const { n, ms } = calibrate(
+    (count) => renderMs(compiled(SLOW_TEST_TEMPLATE, slowVars(count), [event.action]), test, slowVars(count)),
+    4,
+    10,
+    MAX_VARS,
+    targetMs,
+  );
   return { vars: n, ms };
 }

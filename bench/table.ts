@@ -26,11 +26,17 @@ console.log(`| figure | value (${runs.length} runs) | unit | reference (last run
 console.log('|---|---|---|---|---|');
 // Figures are matched by their name; a figure missing from a run is shown over the runs that have it.
 for (const last of runs.at(-1)!.figures) {
-  const same = runs.map((r) => r.figures.find((f) => f.figure === last.figure)).filter((f): f is Figure => f !== undefined);
+  const same = runs
+    .map((r) => r.figures.find((f) => f.figure === last.figure))
+    .filter((f): f is Figure => f !== undefined);
   const reference = last.reference === null ? '—' : `${last.reference}: ${format(last.referenceValue!)}`;
   const ratios = same.map((f) => f.ratio).filter((r): r is number => r !== null);
-  console.log(`| ${last.figure} | ${range(same.map((f) => f.value))} | ${last.unit} | ${reference} | ${ratios.length > 0 ? range(ratios) : '—'} |`);
+  console.log(
+    `| ${last.figure} | ${range(same.map((f) => f.value))} | ${last.unit} | ${reference} | ${ratios.length > 0 ? range(ratios) : '—'} |`,
+  );
 }
-const notes = runs.flatMap((r, i) => r.figures.filter((f) => f.note).map((f) => `run ${i + 1}, ${f.figure}: ${f.note}`));
+const notes = runs.flatMap((r, i) =>
+  r.figures.filter((f) => f.note).map((f) => `run ${i + 1}, ${f.figure}: ${f.note}`),
+);
 if (notes.length > 0) console.log(`\n${notes.map((n) => `- ${n}`).join('\n')}`);
 console.log(`\nRuns: ${runs.map((r) => r.at).join(', ')}.`);

@@ -17,7 +17,12 @@ const EVENTS_PER_REQUEST = 100;
 // Small, so each run drains in a moment before the processes are replaced.
 const BACKLOG = 500;
 
-const ATTEMPT = { orgId: '0192e0a0-0000-7000-8000-000000000001', webhookId: '0192e0a0-0000-7000-8000-000000000002', deliveryId: '0192e0a0-0000-7000-8000-000000000003', origin: 'https://receiver.example' };
+const ATTEMPT = {
+  orgId: '0192e0a0-0000-7000-8000-000000000001',
+  webhookId: '0192e0a0-0000-7000-8000-000000000002',
+  deliveryId: '0192e0a0-0000-7000-8000-000000000003',
+  origin: 'https://receiver.example',
+};
 const HEADERS = { 'webhook-id': ATTEMPT.deliveryId };
 const OUTCOME = { statusCode: 200, error: null };
 const EMPTY: AttemptSpan = { headers: (headers) => headers, end: () => undefined };
@@ -48,11 +53,21 @@ export async function tracingFigures(seconds: number): Promise<Figure[]> {
   try {
     // The same calls with this process traced, inside a parent span as in a deliver job (the batch processor drops
     // what its queue cannot hold: this is the cost of making spans, not of exporting them).
-    const tracing = await startTracing(parseConfig({ NODE_ENV: 'test', OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint }), 'gatehook-bench');
+    const tracing = await startTracing(
+      parseConfig({ NODE_ENV: 'test', OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint }),
+      'gatehook-bench',
+    );
     let hooksOn: Figure;
     try {
       hooksOn = await inSpan('gatehook.fanout', undefined, {}, async () =>
-        throughput('tracing hooks of one attempt with tracing on (a recorded span)', 'ops/s', hooks(attemptSpan, currentTraceparent), 'the same calls to empty functions', hooks(emptySpan, emptyTraceparent), Math.min(seconds, 1)),
+        throughput(
+          'tracing hooks of one attempt with tracing on (a recorded span)',
+          'ops/s',
+          hooks(attemptSpan, currentTraceparent),
+          'the same calls to empty functions',
+          hooks(emptySpan, emptyTraceparent),
+          Math.min(seconds, 1),
+        ),
       );
     } finally {
       await tracing.stop();
@@ -73,7 +88,11 @@ export async function tracingFigures(seconds: number): Promise<Figure[]> {
           await rig.stop(worker);
         }
       };
-      const on = { OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_BSP_SCHEDULE_DELAY: '1000' };
+      const on = {
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+        OTEL_BSP_SCHEDULE_DELAY: '1000',
+      };
       const before = await runWith(OFF);
       const traced = await runWith(on);
       const after = await runWith(OFF);
@@ -82,11 +101,23 @@ export async function tracingFigures(seconds: number): Promise<Figure[]> {
       const run = `API + 1 worker, ${WARMUP_MS / 1000} s warm-up, ${EVENTS_PER_REQUEST} events a POST /audit-events from 4 clients`;
       return [
         {
-          ...figure(`end-to-end deliveries/s, tracing off (the default: no OTLP endpoint; mean of a run before and one after the traced run; ${run})`, off, 'deliveries/s', 'the same with tracing on, same rig, between them', traced),
+          ...figure(
+            `end-to-end deliveries/s, tracing off (the default: no OTLP endpoint; mean of a run before and one after the traced run; ${run})`,
+            off,
+            'deliveries/s',
+            'the same with tracing on, same rig, between them',
+            traced,
+          ),
           note: `before ${before.toLocaleString('en-US')}, after ${after.toLocaleString('en-US')}`,
         },
         {
-          ...figure(`end-to-end deliveries/s, tracing on (every span exported over OTLP/HTTP protobuf to a local collector; ${run})`, traced, 'deliveries/s', 'tracing off, same rig, mean of the runs before and after', off),
+          ...figure(
+            `end-to-end deliveries/s, tracing on (every span exported over OTLP/HTTP protobuf to a local collector; ${run})`,
+            traced,
+            'deliveries/s',
+            'tracing off, same rig, mean of the runs before and after',
+            off,
+          ),
           note: `${collector.requests.length} exports, ${exportedKiB.toLocaleString('en-US')} KiB`,
         },
         figure(

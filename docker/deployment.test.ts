@@ -29,7 +29,10 @@ describe('docker/compose.yaml', () => {
     for (const name of ['migrate', 'api', 'worker']) {
       const env = Object.keys(compose.services[name].environment);
       expect(env).toEqual(expect.arrayContaining(['DATABASE_URL', 'REDIS_URL', 'GATEHOOK_ENCRYPTION_KEY']));
-      for (const variable of env) expect(`${name}: ${variable} ${documented.has(variable) ? 'documented' : 'undocumented'}`).toBe(`${name}: ${variable} documented`);
+      for (const variable of env)
+        expect(`${name}: ${variable} ${documented.has(variable) ? 'documented' : 'undocumented'}`).toBe(
+          `${name}: ${variable} documented`,
+        );
     }
   });
 });
@@ -39,7 +42,8 @@ describe('docker/Dockerfile', () => {
     const bases = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]);
     expect(bases.filter((b) => b?.startsWith('node:'))).toEqual(['node:22-bookworm-slim', 'node:22-bookworm-slim']);
     expect(dockerfile).toMatch(/^USER node$/m);
-    for (const target of ['api', 'worker', 'migrate']) expect(dockerfile).toMatch(new RegExp(`^FROM runtime AS ${target}$`, 'm'));
+    for (const target of ['api', 'worker', 'migrate'])
+      expect(dockerfile).toMatch(new RegExp(`^FROM runtime AS ${target}$`, 'm'));
     expect(dockerfile).toContain('pnpm install --frozen-lockfile');
   });
 });
@@ -48,13 +52,17 @@ describe('service launchers', () => {
   // Every way of starting an API or a worker process gives node the same flags (SERVICE_NODE_FLAGS); scripts/start.ts
   // and the test kit spread the constant itself.
   it('pass SERVICE_NODE_FLAGS in the package scripts and the Docker images', () => {
-    const scripts = (file: string) => (JSON.parse(readFileSync(path.join(root, file), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    const scripts = (file: string) =>
+      (JSON.parse(readFileSync(path.join(root, file), 'utf8')) as { scripts: Record<string, string> }).scripts;
     const launchers = [
-      scripts('package.json')['start:api'], scripts('package.json')['start:worker'],
-      scripts('apps/api/package.json').start, scripts('apps/worker/package.json').start,
+      scripts('package.json')['start:api'],
+      scripts('package.json')['start:worker'],
+      scripts('apps/api/package.json').start,
+      scripts('apps/worker/package.json').start,
       ...[...dockerfile.matchAll(/^CMD (\[.*main\.ts"\])$/gm)].map((m) => (JSON.parse(m[1]!) as string[]).join(' ')),
     ];
     expect(launchers).toHaveLength(6);
-    for (const launcher of launchers) expect(launcher).toMatch(new RegExp(`^node ${SERVICE_NODE_FLAGS.join(' ')} --import tsx `));
+    for (const launcher of launchers)
+      expect(launcher).toMatch(new RegExp(`^node ${SERVICE_NODE_FLAGS.join(' ')} --import tsx `));
   });
 });

@@ -16,11 +16,17 @@ async function main(): Promise<void> {
   const env = { ...command, ...developmentEgressEnv(command) };
   const config = parseConfig(env);
   const result = await applyMigrations(config.DATABASE_URL);
-  process.stderr.write(`migrations: ${result.applied.length} applied, ${result.alreadyApplied.length} already applied\n`);
+  process.stderr.write(
+    `migrations: ${result.applied.length} applied, ${result.alreadyApplied.length} already applied\n`,
+  );
 
   const children: ChildProcess[] = ['apps/api/src/main.ts', 'apps/worker/src/main.ts'].map((entry) =>
     // node itself rather than the tsx CLI, so that signals reach the services directly.
-    spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', path.join(root, entry)], { cwd: root, stdio: 'inherit', env }),
+    spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', path.join(root, entry)], {
+      cwd: root,
+      stdio: 'inherit',
+      env,
+    }),
   );
   let exiting = false;
   const stopAll = (signal: NodeJS.Signals) => {

@@ -6,5 +6,12 @@ export default defineConfig({
   base: '/console/',
   plugins: [react()],
   build: { outDir: 'dist', emptyOutDir: true, assetsInlineLimit: 0, chunkSizeWarningLimit: 1500 },
-  server: { proxy: Object.fromEntries(['/webhooks', '/destinations', '/event-types', '/notifications', '/rate-limits'].map((p) => [p, 'http://127.0.0.1:3000'])) },
+  server: {
+    proxy: Object.fromEntries(
+      ['/webhooks', '/destinations', '/event-types', '/notifications', '/rate-limits'].map((p) => [
+        p,
+        'http://127.0.0.1:3000',
+      ]),
+    ),
+  },
 });

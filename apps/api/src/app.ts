@@ -72,10 +72,19 @@ export interface Api {
 /** Builds the API (see {@link Api}). */
 export function createApi(deps: AppDeps): Api {
   const app = createApp(deps);
-  return { app: app.express, listener: withFastPaths(app.fast, app.express, deps.logger, app.observe), check: app.check };
+  return {
+    app: app.express,
+    listener: withFastPaths(app.fast, app.express, deps.logger, app.observe),
+    check: app.check,
+  };
 }
 
-function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; observe: (route: string, status: number, seconds: number) => void; check: RateLimitCheck } {
+function createApp(deps: AppDeps): {
+  express: Express;
+  fast: FastHandler[];
+  observe: (route: string, status: number, seconds: number) => void;
+  check: RateLimitCheck;
+} {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -106,15 +115,22 @@ function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; obse
   app.post(CHECK_ROUTE, checkFast.route);
   const ingestDeps = { db: deps.db, queues: deps.queues, logger: deps.logger };
   const fast = [checkFast, ingestionPath(deps.apiKeys, ingestDeps)];
-  const observe = (route: string, status: number, seconds: number) => requestDuration.observe({ method: 'POST', route, status: String(status) }, seconds);
+  const observe = (route: string, status: number, seconds: number) =>
+    requestDuration.observe({ method: 'POST', route, status: String(status) }, seconds);
 
   app.use((req, res, next) => {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      requestDuration.observe({ method: req.method, route: req.route?.path ?? 'unmatched', status: String(res.statusCode) }, ms / 1000);
+      requestDuration.observe(
+        { method: req.method, route: req.route?.path ?? 'unmatched', status: String(res.statusCode) },
+        ms / 1000,
+      );
       // The route template, never the raw URL: query strings may carry cursors, paths carry nothing secret.
-      deps.logger.info({ method: req.method, route: req.route?.path ?? 'unmatched', status: res.statusCode, ms: Math.round(ms) }, 'request');
+      deps.logger.info(
+        { method: req.method, route: req.route?.path ?? 'unmatched', status: res.statusCode, ms: Math.round(ms) },
+        'request',
+      );
     });
     next();
   });
@@ -123,14 +139,31 @@ function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; obse
   app.use(INGEST_ROUTE, express.json({ limit: MAX_INGEST_BODY_BYTES, type: jsonTypes }));
   app.use(express.json({ limit: '1mb', type: jsonTypes }));
 
-  const hooks = commitHooks({ redis: deps.redis, prefix: deps.config.REDIS_PREFIX, queues: deps.queues, logger: deps.logger });
+  const hooks = commitHooks({
+    redis: deps.redis,
+    prefix: deps.config.REDIS_PREFIX,
+    queues: deps.queues,
+    logger: deps.logger,
+  });
   const routes: AnyRoute[] = [
     ...healthRoutes(deps.db, deps.queues ? () => deps.queues!.roundTrip() : () => deps.redis.ping()),
     ...eventTypeRoutes(),
     ...destinationRoutes(deps.render),
     ...auditEventRoutes(ingestDeps),
-    ...deliveryRoutes({ db: deps.db, box: deps.box, queues: deps.queues, send: deps.send, render: deps.render, pace: new WebhookPace(deps.redis, { prefix: deps.config.REDIS_PREFIX, logger: deps.logger }) }),
-    ...operatorViewRoutes({ db: deps.db, render: deps.render, rotationOverlapSeconds: deps.config.SECRET_ROTATION_OVERLAP_SECONDS, stats: new WebhookStats(deps.config.DELIVERY_TIMEOUT_MS) }),
+    ...deliveryRoutes({
+      db: deps.db,
+      box: deps.box,
+      queues: deps.queues,
+      send: deps.send,
+      render: deps.render,
+      pace: new WebhookPace(deps.redis, { prefix: deps.config.REDIS_PREFIX, logger: deps.logger }),
+    }),
+    ...operatorViewRoutes({
+      db: deps.db,
+      render: deps.render,
+      rotationOverlapSeconds: deps.config.SECRET_ROTATION_OVERLAP_SECONDS,
+      stats: new WebhookStats(deps.config.DELIVERY_TIMEOUT_MS),
+    }),
     ...taskRoutes({ db: deps.db, queues: deps.queues, retentionDays: deps.config.DELIVERY_RETENTION_DAYS }),
     ...notificationRoutes(deps.db),
     ...webhookRoutes({
@@ -142,7 +175,13 @@ function createApp(deps: AppDeps): { express: Express; fast: FastHandler[]; obse
       hooks,
     }),
     ...rateLimitCheckRoutes({ check }),
-    ...rateLimitRuleRoutes({ db: deps.db, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, logger: deps.logger, hooks }),
+    ...rateLimitRuleRoutes({
+      db: deps.db,
+      redis: deps.redis,
+      redisPrefix: deps.config.REDIS_PREFIX,
+      logger: deps.logger,
+      hooks,
+    }),
   ];
   const openapi = buildOpenApi(routes, GATEHOOK_VERSION);
   app.get('/openapi.json', (_req, res) => {

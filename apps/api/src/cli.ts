@@ -34,35 +34,60 @@ const createOptions = z.object({
  * either way: when Redis cannot be reached, processes stop accepting the key within API_KEY_CACHE_TTL_MS.
  */
 async function announceRevocation(config: Config, keyHash: string): Promise<void> {
-  const redis = connectRedis(redisTarget(config), { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, reconnect: false });
+  const redis = connectRedis(redisTarget(config), {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    reconnect: false,
+  });
   redis.on('error', () => undefined);
   try {
-    await within(redis.connect().then(() => announceApiKeyChange(redis, config.REDIS_PREFIX, [keyHash])), 5_000);
+    await within(
+      redis.connect().then(() => announceApiKeyChange(redis, config.REDIS_PREFIX, [keyHash])),
+      5_000,
+    );
   } catch {
-    process.stderr.write(`warning: the revocation could not be announced through Redis; API processes stop accepting the key within ${config.API_KEY_CACHE_TTL_MS} ms\n`);
+    process.stderr.write(
+      `warning: the revocation could not be announced through Redis; API processes stop accepting the key within ${config.API_KEY_CACHE_TTL_MS} ms\n`,
+    );
   } finally {
     redis.disconnect();
   }
 }
 
 const listenOptions = z.object({
-  port: z.coerce.number('--port must be a number').int('--port must be a whole number').min(0).max(65535, '--port must be at most 65535').default(LISTEN_PORT),
-  secret: z.string().startsWith('whsec_', '--secret must be the webhook\'s signing secret (whsec_…)').optional(),
+  port: z.coerce
+    .number('--port must be a number')
+    .int('--port must be a whole number')
+    .min(0)
+    .max(65535, '--port must be at most 65535')
+    .default(LISTEN_PORT),
+  secret: z.string().startsWith('whsec_', "--secret must be the webhook's signing secret (whsec_…)").optional(),
 });
 
 /** `gatehook listen`: runs the development receiver until SIGINT or SIGTERM. */
 async function listen(args: string[]): Promise<undefined> {
-  const { values } = parseArgs({ args, options: { port: { type: 'string' }, secret: { type: 'string' } }, strict: true, allowPositionals: false });
+  const { values } = parseArgs({
+    args,
+    options: { port: { type: 'string' }, secret: { type: 'string' } },
+    strict: true,
+    allowPositionals: false,
+  });
   const parsed = listenOptions.safeParse(values);
   if (!parsed.success) throw new UsageError(`${parsed.error.issues.map((i) => i.message).join('; ')}\n${USAGE}`);
   let listener;
   try {
-    listener = await startListener({ port: parsed.data.port, secret: parsed.data.secret, write: (line) => process.stdout.write(`${line}\n`) });
+    listener = await startListener({
+      port: parsed.data.port,
+      secret: parsed.data.secret,
+      write: (line) => process.stdout.write(`${line}\n`),
+    });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') throw new UsageError(`port ${parsed.data.port} is in use; choose another with --port`);
     // standardwebhooks rejects a secret that is not base64 after its prefix; its message holds no part of it.
-    if (parsed.data.secret && !code) throw new UsageError('--secret is not a valid signing secret (whsec_ followed by base64)');
+    if (parsed.data.secret && !code)
+      throw new UsageError('--secret is not a valid signing secret (whsec_ followed by base64)');
     throw error;
   }
   process.stderr.write(
@@ -97,7 +122,12 @@ async function run(argv: string[]): Promise<string | undefined> {
     if (command === 'create') {
       const { values } = parseArgs({
         args: rest,
-        options: { org: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' }, permissions: { type: 'string' } },
+        options: {
+          org: { type: 'string' },
+          name: { type: 'string' },
+          role: { type: 'string' },
+          permissions: { type: 'string' },
+        },
         strict: true,
         allowPositionals: false,
       });
@@ -109,11 +139,17 @@ async function run(argv: string[]): Promise<string | undefined> {
       } catch (error) {
         throw new UsageError((error as Error).message);
       }
-      const issued = await issueApiKey(db, { orgId: parsed.data.org, name: parsed.data.name, role: parsed.data.role, permissions });
+      const issued = await issueApiKey(db, {
+        orgId: parsed.data.org,
+        name: parsed.data.name,
+        role: parsed.data.role,
+        permissions,
+      });
       return JSON.stringify(issued);
     }
     const id = rest[0];
-    if (!id || rest.length !== 1 || !z.uuid().safeParse(id).success) throw new UsageError(`revoke takes one key id (uuid)\n${USAGE}`);
+    if (!id || rest.length !== 1 || !z.uuid().safeParse(id).success)
+      throw new UsageError(`revoke takes one key id (uuid)\n${USAGE}`);
     const revoked = await revokeApiKey(db, id);
     if (!revoked) throw new UsageError(`no API key with id ${id}`);
     await announceRevocation(config, revoked.keyHash);

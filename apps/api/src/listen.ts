@@ -33,7 +33,11 @@ export function eventIdsOf(body: string, contentType: string | undefined): strin
     return typeof id === 'string' ? id : '?';
   };
   try {
-    if (contentType?.startsWith('application/x-ndjson')) return body.split('\n').filter((l) => l.trim() !== '').map((l) => idOf(JSON.parse(l)));
+    if (contentType?.startsWith('application/x-ndjson'))
+      return body
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => idOf(JSON.parse(l)));
     const parsed: unknown = JSON.parse(body);
     return Array.isArray(parsed) ? parsed.map(idOf) : [idOf(parsed)];
   } catch {
@@ -42,7 +46,11 @@ export function eventIdsOf(body: string, contentType: string | undefined): strin
 }
 
 /** The verdict on a delivery's signature: `verified`, `NOT verified (<why>)`, or that no secret was given. */
-export function signatureVerdict(verifier: Webhook | null, body: string, headers: IncomingHttpHeaders): { ok: boolean; text: string } {
+export function signatureVerdict(
+  verifier: Webhook | null,
+  body: string,
+  headers: IncomingHttpHeaders,
+): { ok: boolean; text: string } {
   if (!verifier) return { ok: true, text: 'signature not checked (start with --secret whsec_… to verify)' };
   try {
     verifier.verify(body, {
@@ -87,7 +95,9 @@ export async function startListener(options: ListenOptions): Promise<Listener> {
       const webhookId = typeof req.headers['webhook-id'] === 'string' ? req.headers['webhook-id'] : '(none)';
       options.write(`${time} webhook-id ${webhookId}  events ${ids.join(', ')}  ${verdict.text}`);
       // A receiver rejects what does not verify; Gatehook then records the attempt as failed and retries it.
-      res.writeHead(verdict.ok ? 200 : 401, { 'content-type': 'text/plain' }).end(verdict.ok ? 'ok' : 'signature not verified');
+      res
+        .writeHead(verdict.ok ? 200 : 401, { 'content-type': 'text/plain' })
+        .end(verdict.ok ? 'ok' : 'signature not verified');
     });
   });
   await new Promise<void>((resolve, reject) => {

@@ -43,9 +43,16 @@ async function main(): Promise<RunningService> {
   });
   // The render threads load their code and the database connections open and warm before the first request.
   const [, database] = await Promise.all([render.warm(), warmPool(db)]);
-  if (!database.warmed) logger.warn('not every database connection could be opened and warmed before taking requests; they open on demand');
+  if (!database.warmed)
+    logger.warn('not every database connection could be opened and warmed before taking requests; they open on demand');
   const api = createApi({
-    config, db, redis, queues, logger, apiKeys, render,
+    config,
+    db,
+    redis,
+    queues,
+    logger,
+    apiKeys,
+    render,
     limiter: rateLimiting.limiter,
     box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY),
     send: (request) => egress.send(request),
@@ -54,7 +61,9 @@ async function main(): Promise<RunningService> {
   // Envoy's rate limit service over the same check (CONTRACT 19), listening before /healthz can answer.
   let grpc: RunningGrpcServer | null = null;
   if (config.GRPC_PORT !== 0) {
-    const tls = config.GRPC_TLS_CERT_FILE ? { certChain: readFileSync(config.GRPC_TLS_CERT_FILE), privateKey: readFileSync(config.GRPC_TLS_KEY_FILE) } : undefined;
+    const tls = config.GRPC_TLS_CERT_FILE
+      ? { certChain: readFileSync(config.GRPC_TLS_CERT_FILE), privateKey: readFileSync(config.GRPC_TLS_KEY_FILE) }
+      : undefined;
     grpc = await startGrpcServer({ port: config.GRPC_PORT, tls, keys: apiKeys, check: api.check, logger });
     logger.info({ port: grpc.port, tls: tls !== undefined }, 'grpc listening');
   }

@@ -26,7 +26,8 @@ describe('API key cache', () => {
     for (const key of known) expect(cache.principalOf(key)).not.toBeInstanceOf(Promise);
 
     const flood = Array.from({ length: 200 }, randomKey);
-    for (let i = 0; i < flood.length; i += 20) await Promise.all(flood.slice(i, i + 20).map((key) => cache.principalOf(key)));
+    for (let i = 0; i < flood.length; i += 20)
+      await Promise.all(flood.slice(i, i + 20).map((key) => cache.principalOf(key)));
 
     for (const key of known) {
       const principal = cache.principalOf(key);

@@ -18,7 +18,13 @@ const prefix = `test_${randomBytes(6).toString('hex')}`;
 let processes: ServiceProcess[] = [];
 
 beforeAll(async () => {
-  const env = { DATABASE_URL: TEST_DATABASE_URL, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ENV: 'test', API_RATE_LIMIT_PER_SECOND: '0' };
+  const env = {
+    DATABASE_URL: TEST_DATABASE_URL,
+    REDIS_URL: TEST_REDIS_URL,
+    REDIS_PREFIX: prefix,
+    NODE_ENV: 'test',
+    API_RATE_LIMIT_PER_SECOND: '0',
+  };
   processes = await Promise.all([startServiceProcess('api', env), startServiceProcess('api', env)]);
 });
 afterAll(async () => {

@@ -17,20 +17,32 @@ const ingest = (body: unknown, key = org.admin) => api.call('POST', '/audit-even
 
 describe('POST /audit-events', () => {
   it('accepts one event, stores it as the audit log does and answers 202 with its id', async () => {
-    const r = await ingest(auditEvent({ resources: { mcp_slug: 'github' }, context: { ip: '10.1.2.3', trace_id: 't-1' }, changes: [{ field: 'x', old: 1, new: 2 }] }));
+    const r = await ingest(
+      auditEvent({
+        resources: { mcp_slug: 'github' },
+        context: { ip: '10.1.2.3', trace_id: 't-1' },
+        changes: [{ field: 'x', old: 1, new: 2 }],
+      }),
+    );
     expect(r.status).toBe(202);
     expect(r.body).toEqual({ accepted: 1, ids: [expect.stringMatching(/^[0-9a-f-]{36}$/)] });
     const row = await api.db.auditEvent.findFirstOrThrow({ where: { orgId: org.orgId, id: r.body.ids[0] } });
     expect(row).toMatchObject({
-      action: 'policy.created', actorType: 'user', actorDisplayName: 'Ada', resources: { mcp_slug: 'github' },
-      context: { ip: '10.1.2.3', trace_id: 't-1' }, changes: [{ field: 'x', old: 1, new: 2 }],
+      action: 'policy.created',
+      actorType: 'user',
+      actorDisplayName: 'Ada',
+      resources: { mcp_slug: 'github' },
+      context: { ip: '10.1.2.3', trace_id: 't-1' },
+      changes: [{ field: 'x', old: 1, new: 2 }],
     });
     expect(Math.abs(row.createdAt.getTime() - Date.now())).toBeLessThan(10_000);
   });
 
   it('accepts up to 1000 events, keeping given ids and created_at, in request order', async () => {
     const given = randomUUID();
-    const events = Array.from({ length: 1000 }, (_, i) => auditEvent(i === 0 ? { id: given, created_at: '2026-01-02T03:04:05.678+01:00' } : {}));
+    const events = Array.from({ length: 1000 }, (_, i) =>
+      auditEvent(i === 0 ? { id: given, created_at: '2026-01-02T03:04:05.678+01:00' } : {}),
+    );
     const r = await ingest({ events });
     expect(r.status).toBe(202);
     expect(r.body.accepted).toBe(1000);
@@ -103,19 +115,24 @@ describe('POST /audit-events', () => {
     const big = 'x'.repeat(4_000);
     const ok = await ingest({ events: Array.from({ length: 1000 }, () => auditEvent({ payload: { note: big } })) });
     expect(ok.status).toBe(202);
-    const tooBig = await ingest({ events: Array.from({ length: 1000 }, () => auditEvent({ payload: { note: `${big}${big}` } })) });
+    const tooBig = await ingest({
+      events: Array.from({ length: 1000 }, () => auditEvent({ payload: { note: `${big}${big}` } })),
+    });
     expect(tooBig.status).toBe(413);
     expect(tooBig.body.error.code).toBe('payload_too_large');
   });
 
   it('answers the same on the path served before Express and on the route (a query string, a trailing slash)', async () => {
     for (const path of ['/audit-events', '/audit-events?source=gateway', '/audit-events/']) {
-      const call = (body: unknown, key: string | null = org.admin) => api.call('POST', path, { ...(key === null ? {} : { key }), body });
+      const call = (body: unknown, key: string | null = org.admin) =>
+        api.call('POST', path, { ...(key === null ? {} : { key }), body });
       const one = await call(auditEvent());
       expect([path, one.status, one.body.accepted]).toEqual([path, 202, 1]);
       const two = await call({ events: [auditEvent(), auditEvent()] });
       expect([path, two.status, two.body.accepted]).toEqual([path, 202, 2]);
-      expect(await api.db.auditEvent.count({ where: { orgId: org.orgId, id: { in: [...one.body.ids, ...two.body.ids] } } })).toBe(3);
+      expect(
+        await api.db.auditEvent.count({ where: { orgId: org.orgId, id: { in: [...one.body.ids, ...two.body.ids] } } }),
+      ).toBe(3);
       const errors = [
         [await call({ events: [auditEvent({ actor_type: 'robot' })] }), 422, 'validation_error', 'events.0.actor_type'],
         [await call({ events: [] }), 422, 'validation_error', 'events'],
@@ -126,7 +143,12 @@ describe('POST /audit-events', () => {
         [await call('x'.repeat(5 * 1024 * 1024 + 1)), 413, 'payload_too_large', undefined],
       ] as const;
       for (const [response, status, code, field] of errors) {
-        expect([path, response.status, response.body.error?.code, response.body.error?.details?.[0]?.path]).toEqual([path, status, code, field]);
+        expect([path, response.status, response.body.error?.code, response.body.error?.details?.[0]?.path]).toEqual([
+          path,
+          status,
+          code,
+          field,
+        ]);
         expect(response.headers.get('content-type')).toMatch(/^application\/json/);
       }
     }
@@ -134,13 +156,20 @@ describe('POST /audit-events', () => {
 
   it('takes a compressed body or another charset on the exact URL through the regular route', async () => {
     const post = (body: Buffer, headers: Record<string, string>) =>
-      fetch(`${api.baseUrl}/audit-events`, { method: 'POST', body, headers: { authorization: `Bearer ${org.admin}`, ...headers } });
+      fetch(`${api.baseUrl}/audit-events`, {
+        method: 'POST',
+        body,
+        headers: { authorization: `Bearer ${org.admin}`, ...headers },
+      });
     const json = JSON.stringify(auditEvent());
     const gzipped = await post(gzipSync(json), { 'content-type': 'application/json', 'content-encoding': 'gzip' });
     expect(gzipped.status).toBe(202);
     const utf16 = await post(Buffer.from(json, 'utf16le'), { 'content-type': 'application/json; charset=utf-16le' });
     expect(utf16.status).toBe(202);
-    const ids = [...((await gzipped.json()) as { ids: string[] }).ids, ...((await utf16.json()) as { ids: string[] }).ids];
+    const ids = [
+      ...((await gzipped.json()) as { ids: string[] }).ids,
+      ...((await utf16.json()) as { ids: string[] }).ids,
+    ];
     expect(await api.db.auditEvent.count({ where: { orgId: org.orgId, id: { in: ids } } })).toBe(2);
   });
 
@@ -151,8 +180,12 @@ describe('POST /audit-events', () => {
       expect((await own.call('POST', '/audit-events', { key: org.admin, body: auditEvent() })).status).toBe(202);
       expect((await own.call('POST', '/audit-events', { key: org.admin, body: { events: [] } })).status).toBe(422);
       const metrics = await own.call('GET', '/metrics', { headers: { authorization: `Bearer ${token}` } });
-      expect(metrics.text).toMatch(/gatehook_http_request_duration_seconds_count\{method="POST",route="\/audit-events",status="202"\} 1\b/);
-      expect(metrics.text).toMatch(/gatehook_http_request_duration_seconds_count\{method="POST",route="\/audit-events",status="422"\} 1\b/);
+      expect(metrics.text).toMatch(
+        /gatehook_http_request_duration_seconds_count\{method="POST",route="\/audit-events",status="202"\} 1\b/,
+      );
+      expect(metrics.text).toMatch(
+        /gatehook_http_request_duration_seconds_count\{method="POST",route="\/audit-events",status="422"\} 1\b/,
+      );
     } finally {
       await own.close();
     }

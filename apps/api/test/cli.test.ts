@@ -14,7 +14,12 @@ async function gatehook(...args: string[]): Promise<{ code: number; stdout: stri
     const { stdout, stderr } = await run('pnpm', ['--silent', 'gatehook', ...args], {
       cwd: root,
       // The API's Redis prefix, so that a revocation reaches it.
-      env: { ...process.env, DATABASE_URL: TEST_DATABASE_URL, REDIS_PREFIX: api.config.REDIS_PREFIX, LOG_LEVEL: 'silent' },
+      env: {
+        ...process.env,
+        DATABASE_URL: TEST_DATABASE_URL,
+        REDIS_PREFIX: api.config.REDIS_PREFIX,
+        LOG_LEVEL: 'silent',
+      },
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
@@ -32,7 +37,18 @@ afterAll(() => api.close());
 describe('pnpm --silent gatehook keys', () => {
   it('creates a member key as one JSON line, creating the organisation, and revokes it', async () => {
     const org = randomUUID();
-    const created = await gatehook('keys', 'create', '--org', org, '--name', 'ci reader', '--role', 'member', '--permissions', 'manage_webhooks');
+    const created = await gatehook(
+      'keys',
+      'create',
+      '--org',
+      org,
+      '--name',
+      'ci reader',
+      '--role',
+      'member',
+      '--permissions',
+      'manage_webhooks',
+    );
     expect(created.code).toBe(0);
     const lines = created.stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
@@ -55,29 +71,44 @@ describe('pnpm --silent gatehook keys', () => {
     // The API caches verified keys; the CLI's announcement drops this one within a second.
     const deadline = Date.now() + 1000;
     let status = (await api.call('GET', '/webhooks', { key: issued.key })).status;
-    while (status === 200 && Date.now() < deadline) status = (await api.call('GET', '/webhooks', { key: issued.key })).status;
+    while (status === 200 && Date.now() < deadline)
+      status = (await api.call('GET', '/webhooks', { key: issued.key })).status;
     expect(status).toBe(401);
   }, 60_000);
 
   it('creates an admin key for an existing organisation', async () => {
     const org = randomUUID();
-    const first = JSON.parse((await gatehook('keys', 'create', '--org', org, '--name', 'one', '--role', 'admin')).stdout);
-    const second = JSON.parse((await gatehook('keys', 'create', '--org', org, '--name', 'two', '--role', 'admin')).stdout);
+    const first = JSON.parse(
+      (await gatehook('keys', 'create', '--org', org, '--name', 'one', '--role', 'admin')).stdout,
+    );
+    const second = JSON.parse(
+      (await gatehook('keys', 'create', '--org', org, '--name', 'two', '--role', 'admin')).stdout,
+    );
     expect(second.org_id).toBe(first.org_id);
-    const r = await api.call('POST', '/webhooks', { key: second.key, body: { name: 'x', url: 'https://93.184.215.14/', events: ['*'] } });
+    const r = await api.call('POST', '/webhooks', {
+      key: second.key,
+      body: { name: 'x', url: 'https://93.184.215.14/', events: ['*'] },
+    });
     expect(r.status).toBe(201);
   }, 60_000);
 
   it.each([
     [['keys', 'create', '--org', 'not-a-uuid', '--name', 'x', '--role', 'admin'], /--org must be a uuid/],
     [['keys', 'create', '--org', randomUUID(), '--name', 'x', '--role', 'owner'], /--role must be admin or member/],
-    [['keys', 'create', '--org', randomUUID(), '--name', 'x', '--role', 'member', '--permissions', 'root'], /unknown permission "root"/],
+    [
+      ['keys', 'create', '--org', randomUUID(), '--name', 'x', '--role', 'member', '--permissions', 'root'],
+      /unknown permission "root"/,
+    ],
     [['keys', 'revoke', randomUUID()], /no API key with id/],
     [['keys', 'delete'], /usage/],
-  ])('refuses %j with exit code 2 and nothing on stdout', async (args, message) => {
-    const r = await gatehook(...args);
-    expect(r.code).toBe(2);
-    expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(message);
-  }, 60_000);
+  ])(
+    'refuses %j with exit code 2 and nothing on stdout',
+    async (args, message) => {
+      const r = await gatehook(...args);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(message);
+    },
+    60_000,
+  );
 });

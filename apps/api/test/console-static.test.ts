@@ -42,7 +42,9 @@ describe('console static files', () => {
     try {
       const response = await s.get('/console');
       expect(response.status).toBe(404);
-      expect(((await response.json()) as { error: { message: string } }).error.message).toContain('pnpm --filter @gatehook/console build');
+      expect(((await response.json()) as { error: { message: string } }).error.message).toContain(
+        'pnpm --filter @gatehook/console build',
+      );
     } finally {
       await s.close();
     }

@@ -9,10 +9,15 @@ import protobuf from 'protobufjs';
 
 const root = new protobuf.Root();
 // protobufjs ships Google's well-known types (Duration, UInt64Value, Struct, Timestamp) as JSON descriptors.
-for (const name of ['duration', 'wrappers', 'struct', 'timestamp'] as const) root.addJSON(protobuf.common.get(`google/protobuf/${name}.proto`)!.nested!);
+for (const name of ['duration', 'wrappers', 'struct', 'timestamp'] as const)
+  root.addJSON(protobuf.common.get(`google/protobuf/${name}.proto`)!.nested!);
 
-const entry = new protobuf.Type('Entry').add(new protobuf.Field('key', 1, 'string')).add(new protobuf.Field('value', 2, 'string'));
-const override = new protobuf.Type('RateLimitOverride').add(new protobuf.Field('requests_per_unit', 1, 'uint32')).add(new protobuf.Field('unit', 2, 'envoy.type.v3.RateLimitUnit'));
+const entry = new protobuf.Type('Entry')
+  .add(new protobuf.Field('key', 1, 'string'))
+  .add(new protobuf.Field('value', 2, 'string'));
+const override = new protobuf.Type('RateLimitOverride')
+  .add(new protobuf.Field('requests_per_unit', 1, 'uint32'))
+  .add(new protobuf.Field('unit', 2, 'envoy.type.v3.RateLimitUnit'));
 const descriptorType = new protobuf.Type('RateLimitDescriptor')
   .add(entry)
   .add(override)
@@ -23,7 +28,10 @@ const units = { UNKNOWN: 0, SECOND: 1, MINUTE: 2, HOUR: 3, DAY: 4, MONTH: 5, YEA
 root.define('envoy.type.v3').add(new protobuf.Enum('RateLimitUnit', units));
 root.define('envoy.extensions.common.ratelimit.v3').add(descriptorType);
 root.define('envoy.config.core.v3').add(
-  new protobuf.Type('HeaderValue').add(new protobuf.Field('key', 1, 'string')).add(new protobuf.Field('value', 2, 'string')).add(new protobuf.Field('raw_value', 3, 'bytes')),
+  new protobuf.Type('HeaderValue')
+    .add(new protobuf.Field('key', 1, 'string'))
+    .add(new protobuf.Field('value', 2, 'string'))
+    .add(new protobuf.Field('raw_value', 3, 'bytes')),
 );
 
 const code = new protobuf.Enum('Code', { UNKNOWN: 0, OK: 1, OVER_LIMIT: 2 });
@@ -134,7 +142,11 @@ export interface RlsClient {
 /** Connects to 127.0.0.1:port (plaintext, or TLS trusting `rootCa`). */
 export function rlsClient(port: number, options: { rootCa?: Buffer; serverName?: string } = {}): RlsClient {
   const channel = options.rootCa ? credentials.createSsl(options.rootCa) : credentials.createInsecure();
-  const client = new Constructor(`127.0.0.1:${port}`, channel, options.serverName ? { 'grpc.ssl_target_name_override': options.serverName } : {});
+  const client = new Constructor(
+    `127.0.0.1:${port}`,
+    channel,
+    options.serverName ? { 'grpc.ssl_target_name_override': options.serverName } : {},
+  );
   return {
     raw: client,
     check(key, message, extra = {}) {
@@ -143,7 +155,11 @@ export function rlsClient(port: number, options: { rootCa?: Buffer; serverName?:
       for (const [name, value] of Object.entries(extra)) metadata.set(name, value);
       const bytes = Buffer.isBuffer(message) ? message : encodeRequest(message);
       return new Promise((resolve, reject) => {
-        (client as unknown as { ShouldRateLimit(b: Buffer, m: Metadata, cb: (e: ServiceError | null, r?: Buffer) => void): void }).ShouldRateLimit(bytes, metadata, (error, reply) => {
+        (
+          client as unknown as {
+            ShouldRateLimit(b: Buffer, m: Metadata, cb: (e: ServiceError | null, r?: Buffer) => void): void;
+          }
+        ).ShouldRateLimit(bytes, metadata, (error, reply) => {
           if (error) reject(error);
           else resolve(decodeResponse(reply!));
         });

@@ -88,41 +88,131 @@ const MAX_DEPTH = 5;
 
 // Everything below is raw JSON text, so it can say what JSON.stringify never would (1e400, -0, "\ud800").
 const NUMBER_TEXTS = [
-  '0', '-0', '1', '-1', '0.5', '-273.15', '1e-300', '5e-324', '1e308', '1e400', '-1e400', '1E2', '0.1e1',
-  '9007199254740993', '2147483647', '2147483648', '-2147483649', '18446744073709551616', '1001', '3601',
+  '0',
+  '-0',
+  '1',
+  '-1',
+  '0.5',
+  '-273.15',
+  '1e-300',
+  '5e-324',
+  '1e308',
+  '1e400',
+  '-1e400',
+  '1E2',
+  '0.1e1',
+  '9007199254740993',
+  '2147483647',
+  '2147483648',
+  '-2147483649',
+  '18446744073709551616',
+  '1001',
+  '3601',
   '123456789012345678901234567890.123456789',
 ];
 const STRING_TEXTS = [
-  '""', '" "', '"\\t\\r\\n"', '"NaN"', '"Infinity"', '"-Infinity"', '"1e999"', '"0x1F"', '"-0"', '"1"', '"null"', '"true"',
-  '"undefined"', '"\\u0000"', '"a\\u0000b"', '"\\ud800"', '"\\udfff"', '"x\\udbff\\udfffy\\ud83d"', '"\\udc00\\ud800"',
-  '"\\u202eevil"', '"\\ufeffbom"', '"\\u2028\\u2029"', '"e\\u0301"', '"😀🏳️‍🌈"', '"\\\\"', '"\\/"',
-  '"<script>alert(1)</script>"', '"\' OR 1=1 --"', '"{{.Secret}}"', '"{{ vars.TOKEN }}"', '"${process.env.HOME}"',
-  '"../../etc/passwd"', '"%00%ZZ"', '"ghk_AAAA"', '"whsec_AAAA"', '"*"', '"org"', '"deny"', '"mcp_tool_call"',
-  '"policy.created"', '"https://internal.example.com/x"', '"http://169.254.169.254/latest/meta-data"',
-  '"https://nxdomain.example.com/x"', '"file:///etc/passwd"', '"00000000-0000-0000-0000-000000000000"', '"0F9A3C55-2B7E-4D6A-9C1E-5A8B7D6C4E21"',
-  '"2025-13-45T25:61:61Z"', '"0000-01-01T00:00:00Z"', '"9999-12-31T23:59:59.999+14:00"', '"2025-01-01T00:00:00+25:00"', '"2025-01-01"',
+  '""',
+  '" "',
+  '"\\t\\r\\n"',
+  '"NaN"',
+  '"Infinity"',
+  '"-Infinity"',
+  '"1e999"',
+  '"0x1F"',
+  '"-0"',
+  '"1"',
+  '"null"',
+  '"true"',
+  '"undefined"',
+  '"\\u0000"',
+  '"a\\u0000b"',
+  '"\\ud800"',
+  '"\\udfff"',
+  '"x\\udbff\\udfffy\\ud83d"',
+  '"\\udc00\\ud800"',
+  '"\\u202eevil"',
+  '"\\ufeffbom"',
+  '"\\u2028\\u2029"',
+  '"e\\u0301"',
+  '"😀🏳️‍🌈"',
+  '"\\\\"',
+  '"\\/"',
+  '"<script>alert(1)</script>"',
+  '"\' OR 1=1 --"',
+  '"{{.Secret}}"',
+  '"{{ vars.TOKEN }}"',
+  '"${process.env.HOME}"',
+  '"../../etc/passwd"',
+  '"%00%ZZ"',
+  '"ghk_AAAA"',
+  '"whsec_AAAA"',
+  '"*"',
+  '"org"',
+  '"deny"',
+  '"mcp_tool_call"',
+  '"policy.created"',
+  '"https://internal.example.com/x"',
+  '"http://169.254.169.254/latest/meta-data"',
+  '"https://nxdomain.example.com/x"',
+  '"file:///etc/passwd"',
+  '"00000000-0000-0000-0000-000000000000"',
+  '"0F9A3C55-2B7E-4D6A-9C1E-5A8B7D6C4E21"',
+  '"2025-13-45T25:61:61Z"',
+  '"0000-01-01T00:00:00Z"',
+  '"9999-12-31T23:59:59.999+14:00"',
+  '"2025-01-01T00:00:00+25:00"',
+  '"2025-01-01"',
 ];
 const DANGEROUS_KEYS = ['__proto__', 'constructor', 'prototype'];
 /** Raw key text (inside the quotes). */
-const ODD_KEYS = [...DANGEROUS_KEYS, 'toString', 'valueOf', 'hasOwnProperty', '', ' ', 'a.b', '0', '$where', '\\u0000', 'é', '\\ud800', 'X-Api-Key', 'content-type'];
+const ODD_KEYS = [
+  ...DANGEROUS_KEYS,
+  'toString',
+  'valueOf',
+  'hasOwnProperty',
+  '',
+  ' ',
+  'a.b',
+  '0',
+  '$where',
+  '\\u0000',
+  'é',
+  '\\ud800',
+  'X-Api-Key',
+  'content-type',
+];
 /** Code unit bands for random strings: printable ASCII, control characters, the rest of the BMP, surrogates. */
-const BANDS: readonly (readonly [number, number])[] = [[0x20, 0x7e], [0x00, 0x1f], [0x80, 0xffff], [0xd800, 0xdfff]];
+const BANDS: readonly (readonly [number, number])[] = [
+  [0x20, 0x7e],
+  [0x00, 0x1f],
+  [0x80, 0xffff],
+  [0xd800, 0xdfff],
+];
 
 /** A JSON string literal that escapes every code unit outside printable ASCII, so lone surrogates survive as text. */
 function quote(units: readonly number[]): string {
   return `"${units
-    .map((u) => (u >= 0x20 && u <= 0x7e && u !== 0x22 && u !== 0x5c ? String.fromCharCode(u) : `\\u${u.toString(16).padStart(4, '0')}`))
+    .map((u) =>
+      u >= 0x20 && u <= 0x7e && u !== 0x22 && u !== 0x5c
+        ? String.fromCharCode(u)
+        : `\\u${u.toString(16).padStart(4, '0')}`,
+    )
     .join('')}"`;
 }
 
 function stringText(rng: Rng): string {
   const roll = rng.next();
   if (roll < 0.4) return rng.pick(STRING_TEXTS);
-  if (roll < 0.5) return JSON.stringify(rng.pick(['x', 'é', '😀', '\u202e', ' ']).repeat(rng.pick([201, 257, 1025, 2049, 4097, 65_537])));
-  return quote(Array.from({ length: rng.int(0, 40) }, () => {
-    const [lo, hi] = rng.weighted(BANDS.map((band, i) => [band, i === 0 ? 6 : 1] as const));
-    return rng.int(lo, hi);
-  }));
+  if (roll < 0.5)
+    return JSON.stringify(
+      rng.pick(['x', 'é', '😀', '\u202e', ' ']).repeat(rng.pick([201, 257, 1025, 2049, 4097, 65_537])),
+    );
+  return quote(
+    Array.from({ length: rng.int(0, 40) }, () => {
+      const [lo, hi] = rng.weighted(BANDS.map((band, i) => [band, i === 0 ? 6 : 1] as const));
+      return rng.int(lo, hi);
+    }),
+  );
 }
 
 function numberText(rng: Rng): string {
@@ -151,7 +241,12 @@ function jsonText(rng: Rng, type: JsonType, keys: readonly string[], depth = 0):
     case 'object': {
       const length = depth >= MAX_DEPTH ? 0 : rng.int(0, 5);
       const members = Array.from({ length }, () => {
-        const key = rng.chance(0.5) && keys.length > 0 ? JSON.stringify(rng.pick(keys)) : rng.chance(0.6) ? `"${rng.pick(ODD_KEYS)}"` : stringText(rng);
+        const key =
+          rng.chance(0.5) && keys.length > 0
+            ? JSON.stringify(rng.pick(keys))
+            : rng.chance(0.6)
+              ? `"${rng.pick(ODD_KEYS)}"`
+              : stringText(rng);
         return `${key}:${anyJsonText(rng, keys, depth + 1)}`;
       });
       return `{${members.join(',')}}`;
@@ -191,8 +286,13 @@ type Path = (string | number)[];
 function positions(value: Json, prefix: Path = []): { path: Path; value: Json }[] {
   const children: [string | number, Json][] = Array.isArray(value)
     ? value.map((v, i) => [i, v])
-    : value !== null && typeof value === 'object' ? Object.entries(value) : [];
-  return children.flatMap(([key, child]) => [{ path: [...prefix, key], value: child }, ...positions(child, [...prefix, key])]);
+    : value !== null && typeof value === 'object'
+      ? Object.entries(value)
+      : [];
+  return children.flatMap(([key, child]) => [
+    { path: [...prefix, key], value: child },
+    ...positions(child, [...prefix, key]),
+  ]);
 }
 
 /** Every field name anywhere in a value, for random objects that half-resemble a real body. */
@@ -218,35 +318,130 @@ function replaceAt(valid: Json, path: Path, raw: string): string {
 
 /** The valid body as text, with one more member `rawKey: rawValue` in the object at `path` (root when empty). */
 function addMember(valid: Json, path: Path, rawKey: string, rawValue: string): string {
-  return JSON.stringify(setAt(valid, [...path, SLOT_KEY], SLOT)).replace(`"${SLOT_KEY}":"${SLOT}"`, () => `${rawKey}:${rawValue}`);
+  return JSON.stringify(setAt(valid, [...path, SLOT_KEY], SLOT)).replace(
+    `"${SLOT_KEY}":"${SLOT}"`,
+    () => `${rawKey}:${rawValue}`,
+  );
 }
 
 const RAW_TEXTS = [
-  'hello', '{', '}', '[', ']', '{"name":', '{"a":1', "{'name':'x'}", '{name: "x"}', '<?xml version="1.0"?><webhook/>', 'undefined',
-  'NaN', 'Infinity', '-', '1 2', '{"a":1}{"b":2}', '{"a":1,}', '[1,]', '{"a":01}', '"unterminated', '{"a":"\\x41"}',
-  '{"a":"\\u12"}', '{"a":"\t"}', '\ufeff{"name":"x"}', 'null', 'true', '42', '"a string"', '[]', '[{}]', '{"a":1}garbage',
-  '{"a" 1}', '{,}', '{"a":nul}', '{"a":tru}', '{"a":.5}', '{"a":+1}', '{"a":0x10}', '{"a":NaN}', '{"a":Infinity}', '// comment\n{}',
-  'name=x&url=https%3A%2F%2Fhooks.example.com', '\u0000', '\r\n\r\n',
+  'hello',
+  '{',
+  '}',
+  '[',
+  ']',
+  '{"name":',
+  '{"a":1',
+  "{'name':'x'}",
+  '{name: "x"}',
+  '<?xml version="1.0"?><webhook/>',
+  'undefined',
+  'NaN',
+  'Infinity',
+  '-',
+  '1 2',
+  '{"a":1}{"b":2}',
+  '{"a":1,}',
+  '[1,]',
+  '{"a":01}',
+  '"unterminated',
+  '{"a":"\\x41"}',
+  '{"a":"\\u12"}',
+  '{"a":"\t"}',
+  '\ufeff{"name":"x"}',
+  'null',
+  'true',
+  '42',
+  '"a string"',
+  '[]',
+  '[{}]',
+  '{"a":1}garbage',
+  '{"a" 1}',
+  '{,}',
+  '{"a":nul}',
+  '{"a":tru}',
+  '{"a":.5}',
+  '{"a":+1}',
+  '{"a":0x10}',
+  '{"a":NaN}',
+  '{"a":Infinity}',
+  '// comment\n{}',
+  'name=x&url=https%3A%2F%2Fhooks.example.com',
+  '\u0000',
+  '\r\n\r\n',
 ];
 const NO_CONTENT_TYPE = '(none)';
 const WRONG_CONTENT_TYPES = [
-  NO_CONTENT_TYPE, 'text/plain', 'text/plain; charset=utf-8', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=----x',
-  'application/xml', 'application/octet-stream', 'application/json; charset=latin1', 'application/json; charset=utf-16',
-  'application/json; charset=utf-7', 'application/json; charset=nope', 'application/JSON', 'application/vnd.gatehook+json',
-  'application/json;;', 'application/json; charset', 'json', '*/*', 'application/*', ';', 'application/json, text/plain',
+  NO_CONTENT_TYPE,
+  'text/plain',
+  'text/plain; charset=utf-8',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=----x',
+  'application/xml',
+  'application/octet-stream',
+  'application/json; charset=latin1',
+  'application/json; charset=utf-16',
+  'application/json; charset=utf-7',
+  'application/json; charset=nope',
+  'application/JSON',
+  'application/vnd.gatehook+json',
+  'application/json;;',
+  'application/json; charset',
+  'json',
+  '*/*',
+  'application/*',
+  ';',
+  'application/json, text/plain',
 ];
 const CONTENT_ENCODINGS = ['gzip', 'deflate', 'br', 'compress', 'identity', 'gzip, deflate', 'x-unknown', 'GZIP'];
 const REAL = '{real}';
 const MALFORMED_IDS = [
-  'not-a-uuid', '00000000-0000-0000-0000-000000000000', 'ffffffff-ffff-ffff-ffff-ffffffffffff', `{${'a'.repeat(8)}-0000-4000-8000-000000000000}`,
-  '6a0e0d7c-0000-4000-8000-0000000000d1x', '6a0e0d7c00004000800000000000000d', '%00', '%ZZ', '%E0%A4%A', '%F0%9F%98%80', '%2e%2e', '..', 'null',
-  '0', '-1', '1e400', 'x'.repeat(3000), "'%20OR%20'1'='1", '__proto__', 'constructor', '%20', '%0A',
+  'not-a-uuid',
+  '00000000-0000-0000-0000-000000000000',
+  'ffffffff-ffff-ffff-ffff-ffffffffffff',
+  `{${'a'.repeat(8)}-0000-4000-8000-000000000000}`,
+  '6a0e0d7c-0000-4000-8000-0000000000d1x',
+  '6a0e0d7c00004000800000000000000d',
+  '%00',
+  '%ZZ',
+  '%E0%A4%A',
+  '%F0%9F%98%80',
+  '%2e%2e',
+  '..',
+  'null',
+  '0',
+  '-1',
+  '1e400',
+  'x'.repeat(3000),
+  "'%20OR%20'1'='1",
+  '__proto__',
+  'constructor',
+  '%20',
+  '%0A',
 ];
 
-type Kind = 'random-json' | 'wrong-type-field' | 'odd-value-field' | 'dangerous-key' | 'raw-text' | 'truncated' | 'wrong-content-type' | 'content-encoding' | 'empty' | 'deep-nesting';
+type Kind =
+  | 'random-json'
+  | 'wrong-type-field'
+  | 'odd-value-field'
+  | 'dangerous-key'
+  | 'raw-text'
+  | 'truncated'
+  | 'wrong-content-type'
+  | 'content-encoding'
+  | 'empty'
+  | 'deep-nesting';
 const KINDS: readonly (readonly [Kind, number])[] = [
-  ['random-json', 5], ['wrong-type-field', 6], ['odd-value-field', 4], ['dangerous-key', 3], ['raw-text', 3], ['truncated', 3],
-  ['wrong-content-type', 3], ['content-encoding', 2], ['empty', 2], ['deep-nesting', 2],
+  ['random-json', 5],
+  ['wrong-type-field', 6],
+  ['odd-value-field', 4],
+  ['dangerous-key', 3],
+  ['raw-text', 3],
+  ['truncated', 3],
+  ['wrong-content-type', 3],
+  ['content-encoding', 2],
+  ['empty', 2],
+  ['deep-nesting', 2],
 ];
 
 interface FuzzCase {
@@ -282,8 +477,15 @@ function casesFor(route: FuzzRoute, valid: Json): FuzzCase[] {
         return json(replaceAt(valid, path, jsonText(rng, typeOf(value), keys, MAX_DEPTH - 2)));
       }
       case 'dangerous-key': {
-        const objects: Path[] = [[], ...positions(valid).filter((p) => typeOf(p.value) === 'object').map((p) => p.path)];
-        const value = rng.chance(0.5) ? '{"polluted":true,"isAdmin":true,"status":"active"}' : anyJsonText(rng, keys, MAX_DEPTH - 2);
+        const objects: Path[] = [
+          [],
+          ...positions(valid)
+            .filter((p) => typeOf(p.value) === 'object')
+            .map((p) => p.path),
+        ];
+        const value = rng.chance(0.5)
+          ? '{"polluted":true,"isAdmin":true,"status":"active"}'
+          : anyJsonText(rng, keys, MAX_DEPTH - 2);
         return json(addMember(valid, rng.pick(objects), `"${rng.pick(DANGEROUS_KEYS)}"`, value));
       }
       case 'raw-text':
@@ -296,7 +498,12 @@ function casesFor(route: FuzzRoute, valid: Json): FuzzCase[] {
       }
       case 'wrong-content-type': {
         const type = rng.pick(WRONG_CONTENT_TYPES);
-        const text = rng.pick([JSON.stringify(valid), anyJsonText(rng, keys), 'name=x&limit=1', '------x\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n------x--']);
+        const text = rng.pick([
+          JSON.stringify(valid),
+          anyJsonText(rng, keys),
+          'name=x&limit=1',
+          '------x\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n------x--',
+        ]);
         return { headers: type === NO_CONTENT_TYPE ? {} : { 'content-type': type }, body: Buffer.from(text, 'utf8') };
       }
       case 'content-encoding': {
@@ -305,7 +512,15 @@ function casesFor(route: FuzzRoute, valid: Json): FuzzCase[] {
         // Half the time the body really is compressed the way the header says (a malformed value inside), half not at
         // all.
         const compress = rng.chance(0.5);
-        const body = !compress ? text : encoding === 'gzip' ? gzipSync(text) : encoding === 'deflate' ? deflateSync(text) : encoding === 'br' ? brotliCompressSync(text) : text;
+        const body = !compress
+          ? text
+          : encoding === 'gzip'
+            ? gzipSync(text)
+            : encoding === 'deflate'
+              ? deflateSync(text)
+              : encoding === 'br'
+                ? brotliCompressSync(text)
+                : text;
         return json(body, { 'content-encoding': encoding });
       }
       case 'empty':
@@ -318,7 +533,11 @@ function casesFor(route: FuzzRoute, valid: Json): FuzzCase[] {
       case 'deep-nesting': {
         const deep = deepText(rng, keys, rng.int(16, 64));
         const positionsInValid = positions(valid);
-        return json(rng.chance(0.5) || positionsInValid.length === 0 ? deep : replaceAt(valid, rng.pick(positionsInValid).path, deep));
+        return json(
+          rng.chance(0.5) || positionsInValid.length === 0
+            ? deep
+            : replaceAt(valid, rng.pick(positionsInValid).path, deep),
+        );
       }
     }
   };
@@ -336,7 +555,12 @@ function casesFor(route: FuzzRoute, valid: Json): FuzzCase[] {
   // Just over the body limit, as plain JSON and as a small gzip body that inflates past it: 413 either way.
   const over = Buffer.from(`{"name":"${'x'.repeat(route.limit - 9)}"}`, 'utf8');
   cases.push({ kind: 'over-limit', ids: realIds, ...json(over), expect: 413 });
-  cases.push({ kind: 'gzip-bomb', ids: realIds, ...json(gzipSync(Buffer.concat([over, Buffer.alloc(MB, ' ')])), { 'content-encoding': 'gzip' }), expect: 413 });
+  cases.push({
+    kind: 'gzip-bomb',
+    ids: realIds,
+    ...json(gzipSync(Buffer.concat([over, Buffer.alloc(MB, ' ')])), { 'content-encoding': 'gzip' }),
+    expect: 413,
+  });
   return cases;
 }
 
@@ -428,16 +652,32 @@ const checkBody = (): Json => ({
   cost: 1,
 });
 /** Routes that read no body still parse one; malformed ones are made from this. */
-const ignoredBody = (): Json => ({ note: 'this route reads no body', count: 1, tags: ['a', 'b'], nested: { flag: true } });
+const ignoredBody = (): Json => ({
+  note: 'this route reads no body',
+  count: 1,
+  tags: ['a', 'b'],
+  nested: { flag: true },
+});
 
 // In this order: the DELETEs last, so the other routes find the real webhook and rule.
 const ROUTES: FuzzRoute[] = [
   { method: 'POST', path: '/webhooks', valid: webhookBody, limit: MB },
   { method: 'PATCH', path: '/webhooks/{id}', valid: webhookBody, limit: MB },
-  ...['rotate-secret', 'enable', 'disable', 'pause', 'resume', 'test'].map((op): FuzzRoute => ({ method: 'POST', path: `/webhooks/{id}/${op}`, valid: ignoredBody, limit: MB })),
+  ...['rotate-secret', 'enable', 'disable', 'pause', 'resume', 'test'].map((op): FuzzRoute => ({
+    method: 'POST',
+    path: `/webhooks/{id}/${op}`,
+    valid: ignoredBody,
+    limit: MB,
+  })),
   { method: 'POST', path: '/webhooks/{id}/deliveries/{delivery_id}/retry', valid: ignoredBody, limit: MB },
   { method: 'POST', path: '/audit-events', variant: 'one event', valid: () => auditEvent, limit: 5 * MB },
-  { method: 'POST', path: '/audit-events', variant: 'batch', valid: () => ({ events: [auditEvent, { ...auditEvent, action: 'policy.created' }] }), limit: 5 * MB },
+  {
+    method: 'POST',
+    path: '/audit-events',
+    variant: 'batch',
+    valid: () => ({ events: [auditEvent, { ...auditEvent, action: 'policy.created' }] }),
+    limit: 5 * MB,
+  },
   { method: 'POST', path: '/rate-limits/rules', valid: ruleBody, limit: MB },
   { method: 'PATCH', path: '/rate-limits/rules/{rule_id}', valid: ruleBody, limit: MB },
   { method: 'POST', path: '/rate-limits/check', valid: checkBody, limit: MB },
@@ -477,7 +717,9 @@ let fixture: Fixture;
 let real: Record<Placeholder, string>;
 
 function urlOf(route: FuzzRoute, c: FuzzCase): string {
-  const path = route.path.replace(/\{(id|delivery_id|rule_id)\}/g, (_, name: Placeholder) => (c.ids[name] === REAL ? real[name] : c.ids[name]));
+  const path = route.path.replace(/\{(id|delivery_id|rule_id)\}/g, (_, name: Placeholder) =>
+    c.ids[name] === REAL ? real[name] : c.ids[name],
+  );
   return `${api.baseUrl}${path}`;
 }
 
@@ -489,7 +731,12 @@ function loggedCause(): string | undefined {
   return causes.length > 0 ? causes.join('; ') : undefined;
 }
 
-async function send(method: string, url: string, headers: Record<string, string>, body: Buffer | undefined): Promise<Outcome> {
+async function send(
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  body: Buffer | undefined,
+): Promise<Outcome> {
   const started = Date.now();
   logLines.length = 0;
   try {
@@ -505,7 +752,10 @@ async function send(method: string, url: string, headers: Record<string, string>
     return { status: response.status, text, ms: Date.now() - started, ...(cause ? { cause } : {}) };
   } catch (error) {
     const e = error as Error & { cause?: Error };
-    const failure = e.name === 'TimeoutError' ? `no answer within ${REQUEST_TIMEOUT_MS} ms (hang)` : `request failed: ${e.message}${e.cause ? ` (${e.cause.message})` : ''}`;
+    const failure =
+      e.name === 'TimeoutError'
+        ? `no answer within ${REQUEST_TIMEOUT_MS} ms (hang)`
+        : `request failed: ${e.message}${e.cause ? ` (${e.cause.message})` : ''}`;
     return { failure, ms: Date.now() - started };
   }
 }
@@ -528,11 +778,16 @@ function problemsOf(c: { expect?: number }, outcome: Outcome): string[] {
     const error = body?.error;
     if (body && (typeof error !== 'object' || error === null)) problems.push('error body has no "error" object');
     if (error) {
-      if (typeof error.code !== 'string' || !(error.code in CONTRACT_4XX)) problems.push(`unknown error code ${JSON.stringify(error.code)}`);
+      if (typeof error.code !== 'string' || !(error.code in CONTRACT_4XX))
+        problems.push(`unknown error code ${JSON.stringify(error.code)}`);
       else if (CONTRACT_4XX[error.code] !== status) problems.push(`code ${error.code} with status ${status}`);
-      if (typeof error.message !== 'string' || error.message.length === 0) problems.push('error.message is not a non-empty string');
+      if (typeof error.message !== 'string' || error.message.length === 0)
+        problems.push('error.message is not a non-empty string');
       const details = error.details;
-      if (details !== undefined && !(Array.isArray(details) && details.every((d) => typeof d?.path === 'string' && typeof d?.message === 'string'))) {
+      if (
+        details !== undefined &&
+        !(Array.isArray(details) && details.every((d) => typeof d?.path === 'string' && typeof d?.message === 'string'))
+      ) {
         problems.push('error.details is not a list of {path, message}');
       }
     }
@@ -546,12 +801,22 @@ function preview(body: Buffer | undefined): string {
   const text = body.toString('utf8');
   // Long bodies show their head and tail; FUZZ_SEED reproduces them whole.
   const shown = Buffer.from(text, 'utf8').equals(body)
-    ? JSON.stringify(text.length > 2_000 ? `${text.slice(0, 1_500)}…(${text.length - 2_000} chars)…${text.slice(-500)}` : text)
+    ? JSON.stringify(
+        text.length > 2_000 ? `${text.slice(0, 1_500)}…(${text.length - 2_000} chars)…${text.slice(-500)}` : text,
+      )
     : `bytes (not UTF-8) ${body.subarray(0, 300).toString('hex')}${body.length > 300 ? '…' : ''}`;
   return `(${body.length} bytes) ${shown}`;
 }
 
-function report(title: string, method: string, url: string, headers: Record<string, string>, body: Buffer | undefined, outcome: Outcome, problems: string[]): string {
+function report(
+  title: string,
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  body: Buffer | undefined,
+  outcome: Outcome,
+  problems: string[],
+): string {
   const answer = 'failure' in outcome ? '(none)' : `${outcome.status} ${outcome.text.slice(0, 400)}`;
   return [
     `✗ ${title}: ${problems.join('; ')}`,
@@ -586,7 +851,14 @@ beforeAll(async () => {
   const rule = await api.call('POST', '/rate-limits/rules', { key: org.admin, body: ruleBody() });
   expect(rule.status).toBe(201);
   const delivery = await api.db.delivery.create({
-    data: { id: new Rng(SEED).uuid(), orgId: org.orgId, webhookId: webhook.body.id, status: 'failed', eventIds: [], eventCount: 1 },
+    data: {
+      id: new Rng(SEED).uuid(),
+      orgId: org.orgId,
+      webhookId: webhook.body.id,
+      status: 'failed',
+      eventIds: [],
+      eventCount: 1,
+    },
   });
   real = { id: webhook.body.id, delivery_id: delivery.id, rule_id: rule.body.id };
 });
@@ -609,10 +881,23 @@ describe(`fuzz of every write route (seed ${SEED}; rerun with FUZZ_SEED=${SEED})
         const outcome = await send(route.method, url, c.headers, c.body);
         requestsSent += 1;
         const problems = problemsOf(c, outcome);
-        if (problems.length > 0) failures.push(report(`seed ${SEED}, ${label(route)} case #${n} (${c.kind})`, route.method, url, c.headers, c.body, outcome, problems));
+        if (problems.length > 0)
+          failures.push(
+            report(
+              `seed ${SEED}, ${label(route)} case #${n} (${c.kind})`,
+              route.method,
+              url,
+              c.headers,
+              c.body,
+              outcome,
+              problems,
+            ),
+          );
       }
       if (failures.length > 0) {
-        throw new Error(`${failures.length} of ${cases.length} requests broke the contract:\n\n${failures.join('\n\n')}`);
+        throw new Error(
+          `${failures.length} of ${cases.length} requests broke the contract:\n\n${failures.join('\n\n')}`,
+        );
       }
     },
     120_000,
@@ -645,40 +930,95 @@ const KNOWN_BUGS: KnownBug[] = [
   // it leaves as 500 internal. Every route, since express.json runs before routing.
   {
     bug: 'content-encoding gzip on a body that is not gzip',
-    method: 'POST', path: '/rate-limits/check', headers: { ...JSON_TYPE, 'content-encoding': 'gzip' }, body: '{"tool_key":"x"}', expect: 400,
+    method: 'POST',
+    path: '/rate-limits/check',
+    headers: { ...JSON_TYPE, 'content-encoding': 'gzip' },
+    body: '{"tool_key":"x"}',
+    expect: 400,
   },
   // BUG 2. A path id with malformed percent-encoding (%ZZ, %E0%A4%A): the router's URIError "Failed to decode
   // param" (status 400) is not mapped either, so 500. CONTRACT 3: a malformed id in a path is a 404. Every route
   // with {id}, {delivery_id} or {rule_id}.
-  { bug: 'malformed percent-encoding in a path id', method: 'POST', path: '/webhooks/%ZZ/pause', headers: JSON_TYPE, body: '{}', expect: 404 },
-  { bug: 'malformed percent-encoding in a rule id', method: 'DELETE', path: '/rate-limits/rules/%E0%A4%A', headers: {}, body: '' },
+  {
+    bug: 'malformed percent-encoding in a path id',
+    method: 'POST',
+    path: '/webhooks/%ZZ/pause',
+    headers: JSON_TYPE,
+    body: '{}',
+    expect: 404,
+  },
+  {
+    bug: 'malformed percent-encoding in a rule id',
+    method: 'DELETE',
+    path: '/rate-limits/rules/%E0%A4%A',
+    headers: {},
+    body: '',
+  },
   // BUG 3. NUL (\u0000) in a string the API stores: valid JSON and accepted by the schemas, but Postgres refuses it
   // (text: 22021 invalid byte sequence for encoding "UTF8": 0x00; jsonb: unsupported Unicode escape) -> 500.
   // Seen in webhook name and url, rule name, description and scope lists, audit event fields, keys and values.
   {
     bug: 'NUL in a webhook name',
-    method: 'POST', path: '/webhooks', headers: JSON_TYPE, body: '{"name":"a\\u0000b","url":"https://hooks.example.com/in","events":["*"]}',
+    method: 'POST',
+    path: '/webhooks',
+    headers: JSON_TYPE,
+    body: '{"name":"a\\u0000b","url":"https://hooks.example.com/in","events":["*"]}',
   },
   {
     bug: 'NUL in a rule name',
-    method: 'POST', path: '/rate-limits/rules', headers: JSON_TYPE,
+    method: 'POST',
+    path: '/rate-limits/rules',
+    headers: JSON_TYPE,
     body: '{"name":"a\\u0000b","scope":{"type":"mcp_tool_call"},"key_by":["org"],"limit":1,"window_seconds":1}',
   },
-  { bug: 'NUL in an audit event field', method: 'POST', path: '/audit-events', headers: JSON_TYPE, body: event('"actor_id":"\\u0000"') },
-  { bug: 'NUL in an audit event payload value', method: 'POST', path: '/audit-events', headers: JSON_TYPE, body: event('"payload":{"x":"\\u0000"}') },
+  {
+    bug: 'NUL in an audit event field',
+    method: 'POST',
+    path: '/audit-events',
+    headers: JSON_TYPE,
+    body: event('"actor_id":"\\u0000"'),
+  },
+  {
+    bug: 'NUL in an audit event payload value',
+    method: 'POST',
+    path: '/audit-events',
+    headers: JSON_TYPE,
+    body: event('"payload":{"x":"\\u0000"}'),
+  },
   // BUG 4. A lone UTF-16 surrogate (\ud800) in a string stored as jsonb: Postgres refuses the JSON text (P2007
   // invalid input syntax for type json) -> 500. Audit event payload/context/changes, and a webhook's new name in a
   // PATCH, which goes into the webhook.updated audit event the API records (a create with it passes).
-  { bug: 'lone surrogate in an audit event payload', method: 'POST', path: '/audit-events', headers: JSON_TYPE, body: event('"payload":{"x":"\\ud800"}') },
-  { bug: 'lone surrogate in a webhook name (PATCH)', method: 'PATCH', path: '/webhooks/{id}', headers: JSON_TYPE, body: '{"name":"\\ud800"}' },
+  {
+    bug: 'lone surrogate in an audit event payload',
+    method: 'POST',
+    path: '/audit-events',
+    headers: JSON_TYPE,
+    body: event('"payload":{"x":"\\ud800"}'),
+  },
+  {
+    bug: 'lone surrogate in a webhook name (PATCH)',
+    method: 'PATCH',
+    path: '/webhooks/{id}',
+    headers: JSON_TYPE,
+    body: '{"name":"\\ud800"}',
+  },
   // BUG 5. created_at in year 0000 passes z.iso.datetime, but Postgres cannot store it (22008 date/time field value
   // out of range) -> 500.
-  { bug: 'audit event created_at in year 0000', method: 'POST', path: '/audit-events', headers: JSON_TYPE, body: event('"created_at":"0000-01-01T00:00:00Z"') },
+  {
+    bug: 'audit event created_at in year 0000',
+    method: 'POST',
+    path: '/audit-events',
+    headers: JSON_TYPE,
+    body: event('"created_at":"0000-01-01T00:00:00Z"'),
+  },
   // BUG 6. Found by probing past the fuzz's modest depth: a payload nested 5,000 deep (10 KB, far under the 5 MB
   // limit) overflows the stack in zod's recursive z.json() (RangeError) -> 500.
   {
     bug: 'audit event payload nested 5000 deep',
-    method: 'POST', path: '/audit-events', headers: JSON_TYPE, body: event(`"payload":{"x":${'['.repeat(5_000)}${']'.repeat(5_000)}}`),
+    method: 'POST',
+    path: '/audit-events',
+    headers: JSON_TYPE,
+    body: event(`"payload":{"x":${'['.repeat(5_000)}${']'.repeat(5_000)}}`),
   },
 ];
 
@@ -695,7 +1035,8 @@ describe('PRODUCT BUGS found by the fuzz (failing until the product is fixed)', 
     const outcome = await send(b.method, url, b.headers, body);
     requestsSent += 1;
     const problems = problemsOf(b, outcome);
-    if (problems.length > 0) throw new Error(report(`known product bug: ${b.bug}`, b.method, url, b.headers, body, outcome, problems));
+    if (problems.length > 0)
+      throw new Error(report(`known product bug: ${b.bug}`, b.method, url, b.headers, body, outcome, problems));
   });
 });
 
@@ -712,13 +1053,21 @@ describe('after the fuzz', () => {
 
     const rule = await api.call('POST', '/rate-limits/rules', {
       key: fresh.admin,
-      body: { name: 'after the fuzz', scope: { type: 'mcp_tool_call', tool_patterns: ['fuzz.*'] }, key_by: ['org'], limit: 5, window_seconds: 60 },
+      body: {
+        name: 'after the fuzz',
+        scope: { type: 'mcp_tool_call', tool_patterns: ['fuzz.*'] },
+        key_by: ['org'],
+        limit: 5,
+        window_seconds: 60,
+      },
     });
     expect(rule.status).toBe(201);
     const check = await api.call('POST', '/rate-limits/check', { key: fresh.member, body: { tool_key: 'fuzz.after' } });
     expect(check.status).toBe(200);
     expect(check.body).toMatchObject({ allowed: true, denied_by: null });
-    expect(check.body.rules).toEqual([expect.objectContaining({ rule_id: rule.body.id, limit: 5, remaining: 4, exceeded: false })]);
+    expect(check.body.rules).toEqual([
+      expect.objectContaining({ rule_id: rule.body.id, limit: 5, remaining: 4, exceeded: false }),
+    ]);
 
     // The API runs in this process: a pollution of Object.prototype by a `__proto__` body would show here.
     const probe: Record<string, unknown> = {};

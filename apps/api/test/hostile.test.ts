@@ -53,13 +53,22 @@ describe('ingestion bodies', () => {
   it(`refuses 5 MB of tiny values (more than ${MAX_INGEST_NODES} JSON values) with a 413, /healthz answering within 1 s`, async () => {
     expect(MAX_INGEST_NODES).toBe(500_000);
     const tiny = new Array(2_400_000).fill('0').join(',');
-    const body = JSON.stringify({ events: [auditEvent({ payload: '__PAYLOAD__' })] }).replace('"__PAYLOAD__"', `{"v":[${tiny}]}`);
+    const body = JSON.stringify({ events: [auditEvent({ payload: '__PAYLOAD__' })] }).replace(
+      '"__PAYLOAD__"',
+      `{"v":[${tiny}]}`,
+    );
     expect(body.length).toBeLessThan(5 * 1024 * 1024);
     const started = performance.now();
-    const { result, slowestMs, polls } = await whileHealthz(() => api.call('POST', '/audit-events', { key: org.admin, body, headers: { 'content-type': 'application/json' } }));
+    const { result, slowestMs, polls } = await whileHealthz(() =>
+      api.call('POST', '/audit-events', { key: org.admin, body, headers: { 'content-type': 'application/json' } }),
+    );
     expect(result.status).toBe(413);
     expect(result.body).toEqual({
-      error: { code: 'payload_too_large', message: expect.any(String), details: [{ path: 'events.0.payload.v', message: expect.stringMatching(/more than 500000 values/) }] },
+      error: {
+        code: 'payload_too_large',
+        message: expect.any(String),
+        details: [{ path: 'events.0.payload.v', message: expect.stringMatching(/more than 500000 values/) }],
+      },
     });
     expect(performance.now() - started).toBeLessThan(5000);
     expect(polls).toBeGreaterThan(0);
@@ -73,7 +82,9 @@ describe('ingestion bodies', () => {
   });
 
   it('keeps a normal 100-event request fast', async () => {
-    const events = Array.from({ length: 100 }, (_, i) => auditEvent({ payload: { n: i, tags: ['a', 'b'] }, context: { ip: '203.0.113.1' } }));
+    const events = Array.from({ length: 100 }, (_, i) =>
+      auditEvent({ payload: { n: i, tags: ['a', 'b'] }, context: { ip: '203.0.113.1' } }),
+    );
     const started = performance.now();
     const r = await api.call('POST', '/audit-events', { key: org.admin, body: { events } });
     expect(r.status).toBe(202);
@@ -81,7 +92,10 @@ describe('ingestion bodies', () => {
   });
 
   it('names the event and field of an unstorable string in one walk', async () => {
-    const r = await api.call('POST', '/audit-events', { key: org.admin, body: { events: [auditEvent(), auditEvent({ payload: { x: ['ok', 'a\u0000b'] } })] } });
+    const r = await api.call('POST', '/audit-events', {
+      key: org.admin,
+      body: { events: [auditEvent(), auditEvent({ payload: { x: ['ok', 'a\u0000b'] } })] },
+    });
     expect(r.status).toBe(422);
     expect(r.body.error.details).toEqual([{ path: 'events.1.payload.x.1', message: expect.stringMatching(/NUL/) }]);
   });
@@ -89,7 +103,10 @@ describe('ingestion bodies', () => {
 
 describe('webhook save with a hostile template or condition', () => {
   it.each([
-    ['urlquery over a doubling string', '{{$s := .Vars.pad}}{{range 30}}{{$s = printf "%s%s" $s $s}}{{$x := urlquery $s}}{{end}}{}'],
+    [
+      'urlquery over a doubling string',
+      '{{$s := .Vars.pad}}{{range 30}}{{$s = printf "%s%s" $s $s}}{{$x := urlquery $s}}{{end}}{}',
+    ],
     ['printf with a huge width', '{"a": "{{printf "%999999d" 1}}"}'],
     ['hundreds of wide verbs', `{"a": "{{printf "${'%9999d'.repeat(300)}"${' 1'.repeat(300)}}}"}`],
     ['a range that never ends', '{{range 1000000000}}{{end}}{}'],
@@ -103,15 +120,24 @@ describe('webhook save with a hostile template or condition', () => {
   });
 
   it('a variable value never comes back in a template error (PATCH with a blank value)', async () => {
-    const created = await api.call('POST', '/webhooks', { key: org.admin, body: { ...base, template: '{"a": "{{.Vars.token}}"}', vars: { token: SECRET } } });
+    const created = await api.call('POST', '/webhooks', {
+      key: org.admin,
+      body: { ...base, template: '{"a": "{{.Vars.token}}"}', vars: { token: SECRET } },
+    });
     expect(created.status).toBe(201);
-    const r = await api.call('PATCH', `/webhooks/${created.body.id}`, { key: org.admin, body: { template: '{"a": {{.Vars.token}}}', vars: { token: '' } } });
+    const r = await api.call('PATCH', `/webhooks/${created.body.id}`, {
+      key: org.admin,
+      body: { template: '{"a": {{.Vars.token}}}', vars: { token: '' } },
+    });
     expect(r.status).toBe(422);
     expect(JSON.stringify(r.body)).not.toContain('sk_live');
   });
 
   it.each([
-    ['concatenation inside map', 'event.changes.map(c, event.actor.name + event.actor.name).exists(x, x.contains("#"))'],
+    [
+      'concatenation inside map',
+      'event.changes.map(c, event.actor.name + event.actor.name).exists(x, x.contains("#"))',
+    ],
     ['concatenation inside exists', 'event.changes.exists(c, (string(c) + event.action).size() > 3)'],
   ])('%s: 422 at condition', async (_name, condition) => {
     const r = await api.call('POST', '/webhooks', { key: org.admin, body: { ...base, condition } });
@@ -137,7 +163,9 @@ describe('request view of a delivery built to make redaction slow', () => {
     const nearMiss = `x${'\n'.repeat(39)}z`;
     const events: Record<string, string>[] = [
       { breaks, nearMiss },
-      ...Object.values(vars).slice(1).map((v) => ({ v })),
+      ...Object.values(vars)
+        .slice(1)
+        .map((v) => ({ v })),
       ...Object.values(headers).map((h) => ({ h })),
       { filler: `x${'\\n'.repeat(50_000)}`.slice(0, 100_000) },
     ];
@@ -145,17 +173,33 @@ describe('request view of a delivery built to make redaction slow', () => {
     expect(body.length).toBeGreaterThan(400_000);
     const id = randomUUID();
     await api.db.delivery.create({
-      data: { id, orgId: org.orgId, webhookId: webhook.id, status: 'succeeded', eventIds: [randomUUID()], eventCount: 1, bodyEncrypted: sealBody(new SecretBox(api.config.GATEHOOK_ENCRYPTION_KEY), body, id, webhook), contentType: 'application/json', secretsVersion: secretsVersionOf(webhook), attemptCount: 1 },
+      data: {
+        id,
+        orgId: org.orgId,
+        webhookId: webhook.id,
+        status: 'succeeded',
+        eventIds: [randomUUID()],
+        eventCount: 1,
+        bodyEncrypted: sealBody(new SecretBox(api.config.GATEHOOK_ENCRYPTION_KEY), body, id, webhook),
+        contentType: 'application/json',
+        secretsVersion: secretsVersionOf(webhook),
+        attemptCount: 1,
+      },
     });
-    await api.db.deliveryAttempt.create({ data: { deliveryId: id, webhookId: webhook.id, at: new Date(), statusCode: 200, durationMs: 5 } });
+    await api.db.deliveryAttempt.create({
+      data: { deliveryId: id, webhookId: webhook.id, at: new Date(), statusCode: 200, durationMs: 5 },
+    });
 
-    const { result, slowestMs, polls } = await whileHealthz(() => api.call('GET', `/webhooks/${webhook.id}/deliveries/${id}/request`, { key: org.admin }));
+    const { result, slowestMs, polls } = await whileHealthz(() =>
+      api.call('GET', `/webhooks/${webhook.id}/deliveries/${id}/request`, { key: org.admin }),
+    );
     expect(result.status).toBe(200);
     const shown = JSON.parse(result.body.body) as Record<string, string>[];
     expect(shown[0]!.breaks).toBe('[redacted]');
     expect(shown[0]!.nearMiss).toBe(nearMiss);
     expect(shown.slice(1, 100).every((e) => Object.values(e)[0] === '[redacted]')).toBe(true);
-    for (const value of [...Object.values(vars), ...Object.values(headers)]) expect(result.text).not.toContain(JSON.stringify(value).slice(1, -1));
+    for (const value of [...Object.values(vars), ...Object.values(headers)])
+      expect(result.text).not.toContain(JSON.stringify(value).slice(1, -1));
     expect(polls).toBeGreaterThan(0);
     expect(slowestMs).toBeLessThan(1000);
   });
@@ -179,11 +223,27 @@ describe('attempts of a receiver that answered 429 a thousand times', () => {
     const deliveryId = randomUUID();
     const total = 130;
     await api.db.delivery.create({
-      data: { id: deliveryId, orgId: org.orgId, webhookId: webhook.body.id, status: 'pending', eventIds: [], eventCount: 1, attemptCount: total },
+      data: {
+        id: deliveryId,
+        orgId: org.orgId,
+        webhookId: webhook.body.id,
+        status: 'pending',
+        eventIds: [],
+        eventCount: 1,
+        attemptCount: total,
+      },
     });
     const t0 = Date.parse('2026-01-01T00:00:00Z');
     await api.db.deliveryAttempt.createMany({
-      data: Array.from({ length: total }, (_, i) => ({ deliveryId, webhookId: webhook.body.id, at: new Date(t0 + i * 1000), statusCode: 429, error: `http_429`, durationMs: i, responseSnippet: `n${i}` })),
+      data: Array.from({ length: total }, (_, i) => ({
+        deliveryId,
+        webhookId: webhook.body.id,
+        at: new Date(t0 + i * 1000),
+        statusCode: 429,
+        error: `http_429`,
+        durationMs: i,
+        responseSnippet: `n${i}`,
+      })),
     });
     const path = `/webhooks/${webhook.body.id}/deliveries/${deliveryId}`;
 
@@ -202,26 +262,51 @@ describe('attempts of a receiver that answered 429 a thousand times', () => {
     const older: string[] = [];
     let cursor: string | null = detail.body.attempts_cursor;
     while (cursor !== null) {
-      const pageOf: { status: number; body: { items: { response_snippet: string }[]; next_cursor: string | null } } = await api.call('GET', `${path}/attempts?limit=30&cursor=${cursor}`, { key: org.admin });
+      const pageOf: { status: number; body: { items: { response_snippet: string }[]; next_cursor: string | null } } =
+        await api.call('GET', `${path}/attempts?limit=30&cursor=${cursor}`, { key: org.admin });
       expect(pageOf.status).toBe(200);
       expect(pageOf.body.items.length).toBeLessThanOrEqual(30);
       older.push(...pageOf.body.items.map((a) => a.response_snippet));
       cursor = pageOf.body.next_cursor;
     }
-    expect(older).toEqual(Array.from({ length: total - MAX_INLINE_ATTEMPTS }, (_, i) => `n${total - MAX_INLINE_ATTEMPTS - 1 - i}`));
+    expect(older).toEqual(
+      Array.from({ length: total - MAX_INLINE_ATTEMPTS }, (_, i) => `n${total - MAX_INLINE_ATTEMPTS - 1 - i}`),
+    );
 
     const first = await api.call('GET', `${path}/attempts`, { key: org.admin });
     expect(first.body.items).toHaveLength(50);
     expect(first.body.items[0].response_snippet).toBe(`n${total - 1}`);
     expect((await api.call('GET', `${path}/attempts?cursor=nonsense`, { key: org.admin })).status).toBe(400);
-    expect((await api.call('GET', `/webhooks/${webhook.body.id}/deliveries/${randomUUID()}/attempts`, { key: org.admin })).status).toBe(404);
+    expect(
+      (await api.call('GET', `/webhooks/${webhook.body.id}/deliveries/${randomUUID()}/attempts`, { key: org.admin }))
+        .status,
+    ).toBe(404);
   });
 
   it('a delivery with few attempts shows them all and no cursor', async () => {
     const webhook = await api.call('POST', '/webhooks', { key: org.admin, body: base });
     const deliveryId = randomUUID();
-    await api.db.delivery.create({ data: { id: deliveryId, orgId: org.orgId, webhookId: webhook.body.id, status: 'failed', eventIds: [], eventCount: 1, attemptCount: 2 } });
-    await api.db.deliveryAttempt.createMany({ data: [0, 1].map((i) => ({ deliveryId, webhookId: webhook.body.id, at: new Date(), statusCode: 500, error: 'http_500', durationMs: 1 })) });
+    await api.db.delivery.create({
+      data: {
+        id: deliveryId,
+        orgId: org.orgId,
+        webhookId: webhook.body.id,
+        status: 'failed',
+        eventIds: [],
+        eventCount: 1,
+        attemptCount: 2,
+      },
+    });
+    await api.db.deliveryAttempt.createMany({
+      data: [0, 1].map((i) => ({
+        deliveryId,
+        webhookId: webhook.body.id,
+        at: new Date(),
+        statusCode: 500,
+        error: 'http_500',
+        durationMs: 1,
+      })),
+    });
     const detail = await api.call('GET', `/webhooks/${webhook.body.id}/deliveries/${deliveryId}`, { key: org.admin });
     expect(detail.body.attempts).toHaveLength(2);
     expect(detail.body.attempts_cursor).toBeNull();

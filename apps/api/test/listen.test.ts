@@ -9,8 +9,17 @@ import { startListener } from '../src/listen';
 const root = path.resolve(__dirname, '../../..');
 
 /** `pnpm --silent gatehook listen …` with its output gathered line by line. */
-function listen(args: string[]): { child: ChildProcessWithoutNullStreams; lines: string[]; stderr: () => string; waitForLine(match: (line: string) => boolean, timeoutMs?: number): Promise<string> } {
-  const child = spawn('pnpm', ['--silent', 'gatehook', 'listen', ...args], { cwd: root, detached: true, env: { ...process.env, NODE_ENV: 'development' } });
+function listen(args: string[]): {
+  child: ChildProcessWithoutNullStreams;
+  lines: string[];
+  stderr: () => string;
+  waitForLine(match: (line: string) => boolean, timeoutMs?: number): Promise<string>;
+} {
+  const child = spawn('pnpm', ['--silent', 'gatehook', 'listen', ...args], {
+    cwd: root,
+    detached: true,
+    env: { ...process.env, NODE_ENV: 'development' },
+  });
   const lines: string[] = [];
   let partial = '';
   let stderr = '';
@@ -29,7 +38,8 @@ function listen(args: string[]): { child: ChildProcessWithoutNullStreams; lines:
       for (;;) {
         const found = lines.find(match);
         if (found) return found;
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`no such line; got ${JSON.stringify(lines)}; stderr ${stderr}`);
+        if (Date.now() > deadline || child.exitCode !== null)
+          throw new Error(`no such line; got ${JSON.stringify(lines)}; stderr ${stderr}`);
         await new Promise((r) => setTimeout(r, 50));
       }
     },
@@ -77,10 +87,18 @@ describe('pnpm gatehook listen', () => {
     const port = Number(new URL(unchecked.url).port);
     const wrong = await startListener({ port: 0, secret: otherSecret, write: (l) => lines.push(l) });
     try {
-      const uncheckedHook = await stack.webhook({ url: () => unchecked.url } as never, { format: 'ndjson', max_events: 5 });
+      const uncheckedHook = await stack.webhook({ url: () => unchecked.url } as never, {
+        format: 'ndjson',
+        max_events: 5,
+      });
       const refusedHook = await stack.webhook({ url: () => wrong.url } as never);
       const [a, b] = await stack.ingest([auditEvent(), auditEvent()]);
-      await stack.deliveries(refusedHook.id, (items) => items.length === 2 && items.every((d) => d.attempt_count > 0 && d.attempts.every((t) => t.status_code === 401)));
+      await stack.deliveries(
+        refusedHook.id,
+        (items) =>
+          items.length === 2 &&
+          items.every((d) => d.attempt_count > 0 && d.attempts.every((t) => t.status_code === 401)),
+      );
       await stack.deliveries(uncheckedHook.id, (items) => items.length === 1 && items[0]!.status === 'succeeded');
       const uncheckedLine = lines.find((l) => l.includes('not checked'));
       expect(uncheckedLine).toMatch(/webhook-id [0-9a-f-]{36}/);

@@ -15,7 +15,10 @@ const QUOTED = 'qü"ö\\<t>&\tß';
  */
 function forms(value: string): string[] {
   const inner = (quoted: string) => quoted.slice(1, -1);
-  const asciiOnly = JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const asciiOnly = JSON.stringify(value).replace(
+    /[\u007f-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
   return [value, inner(JSON.stringify(value)), inner(asciiOnly), inner(asciiOnly.toUpperCase())];
 }
 
@@ -58,15 +61,25 @@ describe('GET /webhooks/{id}/deliveries/{delivery_id}/request', () => {
         headers: { 'X-Api-Key': HEADER_VALUE },
       });
       // The header value also reaches the body through an event's field.
-      const ids = await stack.ingest([auditEvent(), auditEvent({ actor_display_name: HEADER_VALUE }), auditEvent({ actor_display_name: TOKEN })]);
+      const ids = await stack.ingest([
+        auditEvent(),
+        auditEvent({ actor_display_name: HEADER_VALUE }),
+        auditEvent({ actor_display_name: TOKEN }),
+      ]);
       await stack.settle(ids);
-      const deliveries = await stack.deliveries(hook.id, (items) => items.length > 0 && items.every((d) => d.status === 'succeeded'));
+      const deliveries = await stack.deliveries(
+        hook.id,
+        (items) => items.length > 0 && items.every((d) => d.status === 'succeeded'),
+      );
       // The receiver did get every value, in the forms looked for below.
       expect(receiver.requests.some((q) => q.body.includes(JSON.stringify(TOKEN).slice(1, -1)))).toBe(true);
       expect(receiver.requests.some((q) => q.body.includes(forms(QUOTED)[2]!))).toBe(true);
 
       // Every delivery, batched or not, records the version of the values it was rendered with.
-      const versions = await stack.api.db.delivery.findMany({ where: { webhookId: hook.id }, select: { secretsVersion: true } });
+      const versions = await stack.api.db.delivery.findMany({
+        where: { webhookId: hook.id },
+        select: { secretsVersion: true },
+      });
       expect(versions.every((d) => typeof d.secretsVersion === 'string' && d.secretsVersion.length > 0)).toBe(true);
       for (const delivery of deliveries) {
         const r = await call('GET', `/webhooks/${hook.id}/deliveries/${delivery.id}/request`);
@@ -107,18 +120,35 @@ describe('GET /webhooks/{id}/deliveries/{delivery_id}/request', () => {
 describe('a body rendered with values that changed since', () => {
   it('is withheld whole, since the old values are no longer stored to be looked for', async () => {
     const receiver = await stack.receiver();
-    const hook = await stack.webhook(receiver, { template: '{"token": {{ json .Vars.TOKEN }}, "id": {{ json .ID }}}', vars: { TOKEN: 'old-token-value' } });
+    const hook = await stack.webhook(receiver, {
+      template: '{"token": {{ json .Vars.TOKEN }}, "id": {{ json .ID }}}',
+      vars: { TOKEN: 'old-token-value' },
+    });
     await stack.settle(await stack.ingest([auditEvent()]));
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
     const path = `/webhooks/${hook.id}/deliveries/${delivery!.id}/request`;
     expect((await call('GET', path)).body.body).toContain('[redacted]');
 
     // An edit that leaves the values alone changes nothing.
-    expect((await stack.api.call('PATCH', `/webhooks/${hook.id}`, { key: stack.org.admin, body: { name: 'renamed', vars: { TOKEN: '' } } })).status).toBe(200);
+    expect(
+      (
+        await stack.api.call('PATCH', `/webhooks/${hook.id}`, {
+          key: stack.org.admin,
+          body: { name: 'renamed', vars: { TOKEN: '' } },
+        })
+      ).status,
+    ).toBe(200);
     expect((await stack.api.db.webhook.findUniqueOrThrow({ where: { id: hook.id } })).secretsChangedAt).toBeNull();
     expect((await call('GET', path)).body.body).not.toBe('[redacted]');
 
-    expect((await stack.api.call('PATCH', `/webhooks/${hook.id}`, { key: stack.org.admin, body: { vars: { TOKEN: 'new-token-value' } } })).status).toBe(200);
+    expect(
+      (
+        await stack.api.call('PATCH', `/webhooks/${hook.id}`, {
+          key: stack.org.admin,
+          body: { vars: { TOKEN: 'new-token-value' } },
+        })
+      ).status,
+    ).toBe(200);
     const r = await call('GET', path);
     expect(r.status).toBe(200);
     expect(r.body.body).toBe('[redacted]');
@@ -128,13 +158,24 @@ describe('a body rendered with values that changed since', () => {
 
   it('is withheld when rendered with values since replaced, however long after the change it was stored', async () => {
     const receiver = await stack.receiver();
-    const hook = await stack.webhook(receiver, { template: '{"token": {{ json .Vars.TOKEN }}}', vars: { TOKEN: 'stale-token-value' } });
+    const hook = await stack.webhook(receiver, {
+      template: '{"token": {{ json .Vars.TOKEN }}}',
+      vars: { TOKEN: 'stale-token-value' },
+    });
     await stack.settle(await stack.ingest([auditEvent()]));
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
-    expect((await stack.api.call('PATCH', `/webhooks/${hook.id}`, { key: stack.org.admin, body: { vars: { TOKEN: 'fresh-token-value' } } })).status).toBe(200);
+    expect(
+      (
+        await stack.api.call('PATCH', `/webhooks/${hook.id}`, {
+          key: stack.org.admin,
+          body: { vars: { TOKEN: 'fresh-token-value' } },
+        })
+      ).status,
+    ).toBe(200);
     // The body was stored well after the change (as a worker rendering with a configuration it cached before the
     // change would store it): what it was rendered with decides, not when it was stored.
-    await stack.api.db.$executeRaw`UPDATE webhooks SET secrets_changed_at = now() - interval '10 minutes' WHERE id = ${hook.id}::uuid`;
+    await stack.api.db
+      .$executeRaw`UPDATE webhooks SET secrets_changed_at = now() - interval '10 minutes' WHERE id = ${hook.id}::uuid`;
     const r = await call('GET', `/webhooks/${hook.id}/deliveries/${delivery!.id}/request`);
     expect(r.status).toBe(200);
     expect(r.body.body).toBe('[redacted]');
@@ -143,8 +184,13 @@ describe('a body rendered with values that changed since', () => {
 
   it('is redacted as usual once rendered well after the change', async () => {
     const receiver = await stack.receiver();
-    const hook = await stack.webhook(receiver, { template: '{"token": {{ json .Vars.TOKEN }}}', vars: { TOKEN: 'a-var-value' }, headers: { 'X-Key': 'header-value' } });
-    await stack.api.db.$executeRaw`UPDATE webhooks SET secrets_changed_at = now() - interval '10 minutes' WHERE id = ${hook.id}::uuid`;
+    const hook = await stack.webhook(receiver, {
+      template: '{"token": {{ json .Vars.TOKEN }}}',
+      vars: { TOKEN: 'a-var-value' },
+      headers: { 'X-Key': 'header-value' },
+    });
+    await stack.api.db
+      .$executeRaw`UPDATE webhooks SET secrets_changed_at = now() - interval '10 minutes' WHERE id = ${hook.id}::uuid`;
     await stack.settle(await stack.ingest([auditEvent()]));
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
     const r = await call('GET', `/webhooks/${hook.id}/deliveries/${delivery!.id}/request`);
@@ -154,7 +200,9 @@ describe('a body rendered with values that changed since', () => {
 
 describe('GET /webhooks/{id}/stats over real deliveries', () => {
   it('counts the attempts the engine recorded, a failed one included', async () => {
-    const receiver = await stack.receiver((_, index) => (index === 0 ? { status: 500, body: 'not yet' } : { status: 200, body: 'ok' }));
+    const receiver = await stack.receiver((_, index) =>
+      index === 0 ? { status: 500, body: 'not yet' } : { status: 200, body: 'ok' },
+    );
     const hook = await stack.webhook(receiver);
     await stack.settle(await stack.ingest([auditEvent()]));
     const r = await call('GET', `/webhooks/${hook.id}/stats?hours=2`);
@@ -168,9 +216,17 @@ describe('request view errors', () => {
     const receiver = await stack.receiver();
     const hook = await stack.webhook(receiver);
     const base = { orgId: stack.org.orgId, webhookId: hook.id, eventIds: [randomUUID()], eventCount: 1 };
-    const noBody = await stack.api.db.delivery.create({ data: { ...base, id: randomUUID(), status: 'failed', error: 'template_error: x' } });
+    const noBody = await stack.api.db.delivery.create({
+      data: { ...base, id: randomUUID(), status: 'failed', error: 'template_error: x' },
+    });
     const unsent = await stack.api.db.delivery.create({
-      data: { ...base, id: randomUUID(), status: 'pending', bodyEncrypted: 'never opened', nextRetryAt: new Date(Date.now() + 3_600_000) },
+      data: {
+        ...base,
+        id: randomUUID(),
+        status: 'pending',
+        bodyEncrypted: 'never opened',
+        nextRetryAt: new Date(Date.now() + 3_600_000),
+      },
     });
     for (const id of [noBody.id, unsent.id, randomUUID()]) {
       const r = await call('GET', `/webhooks/${hook.id}/deliveries/${id}/request`);
@@ -179,8 +235,14 @@ describe('request view errors', () => {
     }
     expect((await call('GET', `/webhooks/${hook.id}/deliveries/not-a-uuid/request`)).status).toBe(404);
     const stranger = await createTestOrg(stack.api.db);
-    expect((await call('GET', `/webhooks/${hook.id}/deliveries/${noBody.id}/request`, stranger.admin)).status).toBe(404);
-    expect((await call('GET', `/webhooks/${hook.id}/deliveries/${noBody.id}/request`, stack.org.nobody)).status).toBe(403);
-    expect((await call('GET', `/webhooks/${hook.id}/deliveries/${noBody.id}/request`, stack.org.member)).status).toBe(404);
+    expect((await call('GET', `/webhooks/${hook.id}/deliveries/${noBody.id}/request`, stranger.admin)).status).toBe(
+      404,
+    );
+    expect((await call('GET', `/webhooks/${hook.id}/deliveries/${noBody.id}/request`, stack.org.nobody)).status).toBe(
+      403,
+    );
+    expect((await call('GET', `/webhooks/${hook.id}/deliveries/${noBody.id}/request`, stack.org.member)).status).toBe(
+      404,
+    );
   });
 });

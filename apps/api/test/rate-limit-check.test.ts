@@ -23,7 +23,10 @@ describe.each(['memory', 'redis'] as const)('POST /rate-limits/check (%s store)'
   const rule = (org: TestOrg, body: Record<string, unknown>) => createTestRule(api, org, body);
 
   async function check(org: TestOrg, call: Record<string, unknown> = {}) {
-    const response = await api.call('POST', '/rate-limits/check', { key: org.member, body: { tool_key: 'github.create_issue', ...call } });
+    const response = await api.call('POST', '/rate-limits/check', {
+      key: org.member,
+      body: { tool_key: 'github.create_issue', ...call },
+    });
     expect(response.status).toBe(200);
     return response.body;
   }
@@ -60,7 +63,10 @@ describe.each(['memory', 'redis'] as const)('POST /rate-limits/check (%s store)'
     expect(u3.rules.map((r: { remaining: number }) => r.remaining)).toEqual([0, 1]);
     const u3Again = await check(org, { user_id: U3 });
     expect(u3Again).toMatchObject({ allowed: false, denied_by: ceiling.id });
-    expect(u3Again.rules.map((r: { remaining: number; exceeded: boolean }) => [r.remaining, r.exceeded])).toEqual([[0, true], [1, false]]);
+    expect(u3Again.rules.map((r: { remaining: number; exceeded: boolean }) => [r.remaining, r.exceeded])).toEqual([
+      [0, true],
+      [1, false],
+    ]);
   });
 
   it('is atomic: a denied call consumes no budget of the other rules, also under 50 concurrent checks', async () => {
@@ -99,10 +105,28 @@ describe.each(['memory', 'redis'] as const)('POST /rate-limits/check (%s store)'
     await check(org, { user_id: U2 });
     await check(org, { user_id: U2 });
     await api.limiter.idle();
-    const events = await api.db.auditEvent.findMany({ where: { orgId: org.orgId, action: 'rate_limit.exceeded' }, orderBy: { receivedAt: 'asc' } });
-    expect(events.map((e) => (e.payload as { key: string }).key).sort()).toEqual([`org=${org.orgId};user=${U1}`, `org=${org.orgId};user=${U2}`].sort());
-    expect(events[0]).toMatchObject({ actorType: 'user', resourceType: 'rate_limit_rule', resourceId: watch.id, resourceDisplayName: 'watch' });
-    expect(events[0]!.payload).toMatchObject({ rule_id: watch.id, rule_name: 'watch', rule_action: 'log_only', limit: 2, window_seconds: 60, denied: false, call: { tool_key: 'github.create_issue', cost: 1 } });
+    const events = await api.db.auditEvent.findMany({
+      where: { orgId: org.orgId, action: 'rate_limit.exceeded' },
+      orderBy: { receivedAt: 'asc' },
+    });
+    expect(events.map((e) => (e.payload as { key: string }).key).sort()).toEqual(
+      [`org=${org.orgId};user=${U1}`, `org=${org.orgId};user=${U2}`].sort(),
+    );
+    expect(events[0]).toMatchObject({
+      actorType: 'user',
+      resourceType: 'rate_limit_rule',
+      resourceId: watch.id,
+      resourceDisplayName: 'watch',
+    });
+    expect(events[0]!.payload).toMatchObject({
+      rule_id: watch.id,
+      rule_name: 'watch',
+      rule_action: 'log_only',
+      limit: 2,
+      window_seconds: 60,
+      denied: false,
+      call: { tool_key: 'github.create_issue', cost: 1 },
+    });
   });
 
   it('a deny rule records its first denial of a window too, with denied: true', async () => {
@@ -122,7 +146,9 @@ describe.each(['memory', 'redis'] as const)('POST /rate-limits/check (%s store)'
     const r = await rule(org, { limit: 1, status: 'disabled' });
     expect(await check(org)).toMatchObject({ allowed: true, rules: [] });
     expect(await check(org)).toMatchObject({ allowed: true, rules: [] });
-    expect((await api.call('PATCH', `/rate-limits/rules/${r.id}`, { key: org.admin, body: { status: 'active' } })).status).toBe(200);
+    expect(
+      (await api.call('PATCH', `/rate-limits/rules/${r.id}`, { key: org.admin, body: { status: 'active' } })).status,
+    ).toBe(200);
     // Within one second of the change (pub/sub is asynchronous, so allow it that long).
     const deadline = Date.now() + 1000;
     let decision = await check(org);
@@ -167,10 +193,23 @@ describe.each(['memory', 'redis'] as const)('POST /rate-limits/check (%s store)'
 
   it('lists only the rules whose scope matches the call', async () => {
     const org = await newOrg();
-    const github = await rule(org, { name: 'github', scope: { type: 'mcp_tool_call', tool_patterns: ['github.*'] }, limit: 100 });
-    const costly = await rule(org, { name: 'costly', scope: { type: 'mcp_tool_call', condition: 'call.cost >= 5' }, limit: 100 });
-    const ops = await rule(org, { name: 'ops', scope: { type: 'mcp_tool_call', groups: ['ops'], user_ids: [U1] }, limit: 100 });
-    const ids = async (call: Record<string, unknown>) => (await check(org, call)).rules.map((r: { rule_id: string }) => r.rule_id);
+    const github = await rule(org, {
+      name: 'github',
+      scope: { type: 'mcp_tool_call', tool_patterns: ['github.*'] },
+      limit: 100,
+    });
+    const costly = await rule(org, {
+      name: 'costly',
+      scope: { type: 'mcp_tool_call', condition: 'call.cost >= 5' },
+      limit: 100,
+    });
+    const ops = await rule(org, {
+      name: 'ops',
+      scope: { type: 'mcp_tool_call', groups: ['ops'], user_ids: [U1] },
+      limit: 100,
+    });
+    const ids = async (call: Record<string, unknown>) =>
+      (await check(org, call)).rules.map((r: { rule_id: string }) => r.rule_id);
     expect(await ids({})).toEqual([github.id]);
     expect(await ids({ tool_key: 'gitlab.x', cost: 5 })).toEqual([costly.id]);
     expect(await ids({ tool_key: 'gitlab.x', groups: ['ops'], user_id: U1 })).toEqual([ops.id]);
@@ -227,7 +266,9 @@ describe.each(['memory', 'redis'] as const)('POST /rate-limits/check (%s store)'
       expect(response.body.rules[0].rule_id).toBe(ceiling.id);
       // The RateLimit header fields (CONTRACT 19) on every spelling.
       expect(response.headers.get('ratelimit-policy')).toBe(`"${ceiling.id}";q=3;w=60`);
-      expect(response.headers.get('ratelimit')).toMatch(new RegExp(`^"${ceiling.id}";r=${response.body.rules[0].remaining};t=(59|60)$`));
+      expect(response.headers.get('ratelimit')).toMatch(
+        new RegExp(`^"${ceiling.id}";r=${response.body.rules[0].remaining};t=(59|60)$`),
+      );
       remaining.push(response.body.rules[0].remaining);
     }
     // One budget, counted by every spelling.
@@ -238,7 +279,11 @@ describe.each(['memory', 'redis'] as const)('POST /rate-limits/check (%s store)'
         [await api.call('POST', path, { key: org.member, body: '{"tool_key":' }), 400, 'bad_request'],
         [await api.call('POST', path, { key: org.member, body: '[1]' }), 400, 'bad_request'],
         [await api.call('POST', path, { body: { tool_key: 'x' } }), 401, 'unauthorized'],
-        [await api.call('POST', path, { key: org.member, body: 'x'.repeat(1024 * 1024 + 1) }), 413, 'payload_too_large'],
+        [
+          await api.call('POST', path, { key: org.member, body: 'x'.repeat(1024 * 1024 + 1) }),
+          413,
+          'payload_too_large',
+        ],
       ] as const;
       for (const [response, status, code] of errors) {
         expect([path, response.status, response.body.error.code]).toEqual([path, status, code]);

@@ -33,7 +33,13 @@ describe('ShouldRateLimit on two API processes sharing Redis', () => {
     const created = await fetch(`http://127.0.0.1:${processes[0]!.port}/rate-limits/rules`, {
       method: 'POST',
       headers: { authorization: `Bearer ${org.admin}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'ceiling', scope: { type: 'mcp_tool_call' }, key_by: ['org'], limit: 23, window_seconds: 60 }),
+      body: JSON.stringify({
+        name: 'ceiling',
+        scope: { type: 'mcp_tool_call' },
+        key_by: ['org'],
+        limit: 23,
+        window_seconds: 60,
+      }),
     });
     expect(created.status).toBe(201);
 

@@ -2,7 +2,14 @@ import { connect, constants as h2 } from 'node:http2';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { startGrpcServer, GRPC_LIMITS, type RunningGrpcServer } from '@gatehook/api/grpc/server';
 import { startTracing, type Tracing } from '@gatehook/core/tracing';
-import { createTestOrg, createTestRule, startTestApi, testConfig, type TestApi, type TestOrg } from '@gatehook/testkit/api';
+import {
+  createTestOrg,
+  createTestRule,
+  startTestApi,
+  testConfig,
+  type TestApi,
+  type TestOrg,
+} from '@gatehook/testkit/api';
 import { startOtlpCollector, type OtlpCollector } from '@gatehook/testkit/otlp-collector';
 import { createPki } from '@gatehook/testkit/pki';
 import { until } from '@gatehook/testkit/until';
@@ -10,7 +17,6 @@ import { createLogger } from '@gatehook/core/logger';
 import { descriptor, encodeRequest, rlsClient, failure } from './envoy-rls-client';
 
 // The gRPC server itself (CONTRACT 19): what a broken or slow client gets, TLS, and the span of each call.
-
 
 /** A gRPC frame (uncompressed) around `message`. */
 function frame(message: Buffer): Buffer {
@@ -29,7 +35,12 @@ describe('the gRPC server', () => {
 
   beforeAll(async () => {
     collector = await startOtlpCollector();
-    const config = testConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'gatehook-grpc', OTEL_BSP_SCHEDULE_DELAY: '50' });
+    const config = testConfig({
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: 'gatehook-grpc',
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+    });
     tracing = await startTracing(config, 'gatehook-grpc');
     api = await startTestApi({ config, queues: false, grpc: true });
     org = await createTestOrg(api.db);
@@ -46,7 +57,10 @@ describe('the gRPC server', () => {
     const rls = rlsClient(api.grpcPort);
     try {
       const garbage = await failure(rls.check(org.member, Buffer.from([0x12, 0x02, 0x0f, 0x01])));
-      expect([garbage.code, garbage.details]).toEqual([GrpcStatus.INVALID_ARGUMENT, 'the request is not a RateLimitRequest (it does not decode)']);
+      expect([garbage.code, garbage.details]).toEqual([
+        GrpcStatus.INVALID_ARGUMENT,
+        'the request is not a RateLimitRequest (it does not decode)',
+      ]);
       const huge = encodeRequest({ descriptors: [descriptor('x'.repeat(GRPC_LIMITS.maxMessageBytes))] });
       expect((await failure(rls.check(org.member, huge))).code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
       expect((await rls.check(org.member, { descriptors: [descriptor('x')] })).overall_code).toBe('OK');
@@ -57,7 +71,14 @@ describe('the gRPC server', () => {
 
   it('ends calls whose request never arrives (DEADLINE_EXCEEDED) while other calls on the same connection go on', async () => {
     const logger = createLogger({ name: 'test', level: 'silent' });
-    shortArrival = await startGrpcServer({ port: 0, host: '127.0.0.1', keys: api.apiKeys, check: api.check, logger, requestArrivalMs: 300 });
+    shortArrival = await startGrpcServer({
+      port: 0,
+      host: '127.0.0.1',
+      keys: api.apiKeys,
+      check: api.check,
+      logger,
+      requestArrivalMs: 300,
+    });
     const session = connect(`http://127.0.0.1:${shortArrival.port}`);
     try {
       const open = (body?: Buffer) =>
@@ -72,7 +93,10 @@ describe('the gRPC server', () => {
           // The status comes in the trailers, or in the headers of a trailers-only answer.
           const settle = (headers: Record<string, unknown>) => {
             if (headers['grpc-status'] === undefined) return;
-            resolve({ status: headers['grpc-status'] as string, message: headers['grpc-message'] as string | undefined });
+            resolve({
+              status: headers['grpc-status'] as string,
+              message: headers['grpc-message'] as string | undefined,
+            });
             stream.close();
           };
           stream.on('trailers', settle);
@@ -97,12 +121,23 @@ describe('the gRPC server', () => {
   it('speaks TLS with a certificate and key', async () => {
     const pki = createPki();
     const logger = createLogger({ name: 'test', level: 'silent' });
-    const tls = await startGrpcServer({ port: 0, host: '127.0.0.1', keys: api.apiKeys, check: api.check, logger, tls: { certChain: Buffer.from(pki.certPem), privateKey: Buffer.from(pki.keyPem) } });
+    const tls = await startGrpcServer({
+      port: 0,
+      host: '127.0.0.1',
+      keys: api.apiKeys,
+      check: api.check,
+      logger,
+      tls: { certChain: Buffer.from(pki.certPem), privateKey: Buffer.from(pki.keyPem) },
+    });
     const rls = rlsClient(tls.port, { rootCa: Buffer.from(pki.caPem) });
     const plaintext = rlsClient(tls.port);
     try {
-      expect((await rls.check(org.member, { descriptors: [descriptor('x')] })).statuses![0]!.current_limit!.name).toBe(ruleId);
-      expect((await failure(plaintext.check(org.member, { descriptors: [descriptor('x')] }))).code).toBe(GrpcStatus.UNAVAILABLE);
+      expect((await rls.check(org.member, { descriptors: [descriptor('x')] })).statuses![0]!.current_limit!.name).toBe(
+        ruleId,
+      );
+      expect((await failure(plaintext.check(org.member, { descriptors: [descriptor('x')] }))).code).toBe(
+        GrpcStatus.UNAVAILABLE,
+      );
     } finally {
       rls.close();
       plaintext.close();
@@ -116,7 +151,9 @@ describe('the gRPC server', () => {
     const parentId = '00f067aa0ba902b7';
     try {
       await rls.check(org.member, { descriptors: [descriptor('x')] }, { traceparent: `00-${traceId}-${parentId}-01` });
-      await failure(rls.check(null, { descriptors: [descriptor('x')] }, { traceparent: `00-${traceId}-${parentId}-01` }));
+      await failure(
+        rls.check(null, { descriptors: [descriptor('x')] }, { traceparent: `00-${traceId}-${parentId}-01` }),
+      );
     } finally {
       rls.close();
     }
@@ -124,16 +161,24 @@ describe('the gRPC server', () => {
       async () => collector.spans().filter((s) => s.traceId === traceId),
       (found) => found.length === 2,
     );
-    const [ok, unauthenticated] = [spans.find((s) => s.attributes['rpc.grpc.status_code'] === 0)!, spans.find((s) => s.attributes['rpc.grpc.status_code'] === 16)!];
+    const [ok, unauthenticated] = [
+      spans.find((s) => s.attributes['rpc.grpc.status_code'] === 0)!,
+      spans.find((s) => s.attributes['rpc.grpc.status_code'] === 16)!,
+    ];
     expect(ok).toMatchObject({
       name: 'envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit',
       parentSpanId: parentId,
       kind: 2,
-      attributes: { 'rpc.system': 'grpc', 'rpc.method': 'ShouldRateLimit', 'gatehook.org.id': org.orgId, 'gatehook.rate_limit.allowed': true, 'gatehook.rate_limit.source': 'memory' },
+      attributes: {
+        'rpc.system': 'grpc',
+        'rpc.method': 'ShouldRateLimit',
+        'gatehook.org.id': org.orgId,
+        'gatehook.rate_limit.allowed': true,
+        'gatehook.rate_limit.source': 'memory',
+      },
     });
     // A caller's mistake is not the server's failure.
     expect(unauthenticated.statusCode).not.toBe(2);
     expect(JSON.stringify(spans)).not.toContain(org.member);
   });
 });
-

@@ -25,7 +25,14 @@ describe("Envoy's rate limit messages on the wire", () => {
     const bytes = encodeRequest({
       domain: 'mcp_tool_call',
       descriptors: [
-        { entries: [['tool_key', 'github.create_issue'], ['group', 'admins']], hitsAddend: 7, limit: { requests_per_unit: 9, unit: 'HOUR' } },
+        {
+          entries: [
+            ['tool_key', 'github.create_issue'],
+            ['group', 'admins'],
+          ],
+          hitsAddend: 7,
+          limit: { requests_per_unit: 9, unit: 'HOUR' },
+        },
         { entries: [['tool_key', 'x']], hitsAddend: 0 },
         { entries: [['tool_key', 'y']] },
       ],
@@ -34,7 +41,14 @@ describe("Envoy's rate limit messages on the wire", () => {
     expect(shouldRateLimit.requestDeserialize(bytes)).toEqual({
       domain: 'mcp_tool_call',
       descriptors: [
-        { entries: [{ key: 'tool_key', value: 'github.create_issue' }, { key: 'group', value: 'admins' }], hits_addend: { value: 7 }, limit: { requests_per_unit: 9, unit: 'HOUR' } },
+        {
+          entries: [
+            { key: 'tool_key', value: 'github.create_issue' },
+            { key: 'group', value: 'admins' },
+          ],
+          hits_addend: { value: 7 },
+          limit: { requests_per_unit: 9, unit: 'HOUR' },
+        },
         // A wrapper set to 0 is present (and counts as 1); an unset one is absent.
         { entries: [{ key: 'tool_key', value: 'x' }], hits_addend: { value: 0 } },
         { entries: [{ key: 'tool_key', value: 'y' }] },
@@ -47,9 +61,19 @@ describe("Envoy's rate limit messages on the wire", () => {
     const sent = {
       overall_code: 'OVER_LIMIT',
       statuses: [
-        { code: 'OK', current_limit: { name: 'r1', requests_per_unit: 10, unit: 'HOUR' }, limit_remaining: 9, duration_until_reset: { seconds: 3599, nanos: 500_000_000 } },
+        {
+          code: 'OK',
+          current_limit: { name: 'r1', requests_per_unit: 10, unit: 'HOUR' },
+          limit_remaining: 9,
+          duration_until_reset: { seconds: 3599, nanos: 500_000_000 },
+        },
         // Zeros set by the service are written (valid proto3; a reader takes them as the defaults they are).
-        { code: 'OVER_LIMIT', current_limit: { name: 'r2', requests_per_unit: 1, unit: 'UNKNOWN' }, limit_remaining: 0, duration_until_reset: { seconds: 1, nanos: 0 } },
+        {
+          code: 'OVER_LIMIT',
+          current_limit: { name: 'r2', requests_per_unit: 1, unit: 'UNKNOWN' },
+          limit_remaining: 0,
+          duration_until_reset: { seconds: 1, nanos: 0 },
+        },
         { code: 'OK' },
       ],
       response_headers_to_add: [

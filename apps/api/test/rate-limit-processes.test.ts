@@ -23,7 +23,13 @@ describe('two API processes', () => {
   afterAll(() => db.$disconnect());
 
   async function replicas(store: 'memory' | 'redis'): Promise<ServiceProcess[]> {
-    const env = { DATABASE_URL: TEST_DATABASE_URL, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: `test_${randomBytes(6).toString('hex')}`, RATE_LIMIT_STORE: store, NODE_ENV: 'test' };
+    const env = {
+      DATABASE_URL: TEST_DATABASE_URL,
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_PREFIX: `test_${randomBytes(6).toString('hex')}`,
+      RATE_LIMIT_STORE: store,
+      NODE_ENV: 'test',
+    };
     return Promise.all([startServiceProcess('api', env), startServiceProcess('api', env)]);
   }
 
@@ -44,43 +50,66 @@ describe('two API processes', () => {
   it.each([
     ['redis', 20],
     ['memory', 30],
-  ] as const)('with the %s store, 15 calls to each of two replicas under a limit of 20 admit %i', async (store, expected) => {
-    const processes = await replicas(store);
-    try {
-      const org = await createTestOrg(db);
-      const created = await post(processes[0]!.port, '/rate-limits/rules', org.admin, { name: 'ceiling', scope: { type: 'mcp_tool_call' }, key_by: ['org'], limit: 20, window_seconds: 60 });
-      expect(created.status).toBe(201);
-      expect(await allowedOf(processes, org, 15)).toBe(expected);
+  ] as const)(
+    'with the %s store, 15 calls to each of two replicas under a limit of 20 admit %i',
+    async (store, expected) => {
+      const processes = await replicas(store);
+      try {
+        const org = await createTestOrg(db);
+        const created = await post(processes[0]!.port, '/rate-limits/rules', org.admin, {
+          name: 'ceiling',
+          scope: { type: 'mcp_tool_call' },
+          key_by: ['org'],
+          limit: 20,
+          window_seconds: 60,
+        });
+        expect(created.status).toBe(201);
+        expect(await allowedOf(processes, org, 15)).toBe(expected);
 
-      // A rule change made through one replica reaches the other within a second.
-      const changed = await post(processes[0]!.port, `/rate-limits/rules/${created.body.id}`, org.admin, { limit: 50 });
-      expect(changed.status).toBe(200);
-      const deadline = Date.now() + 1000;
-      let seen = 0;
-      while (Date.now() < deadline) {
-        const decision = await post(processes[1]!.port, '/rate-limits/check', org.member, { tool_key: 'search' });
-        seen = decision.body.rules[0].limit;
-        if (seen === 50) break;
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        // A rule change made through one replica reaches the other within a second.
+        const changed = await post(processes[0]!.port, `/rate-limits/rules/${created.body.id}`, org.admin, {
+          limit: 50,
+        });
+        expect(changed.status).toBe(200);
+        const deadline = Date.now() + 1000;
+        let seen = 0;
+        while (Date.now() < deadline) {
+          const decision = await post(processes[1]!.port, '/rate-limits/check', org.member, { tool_key: 'search' });
+          seen = decision.body.rules[0].limit;
+          if (seen === 50) break;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        expect(seen).toBe(50);
+      } finally {
+        await Promise.all(processes.map((p) => p.kill('SIGTERM')));
       }
-      expect(seen).toBe(50);
-    } finally {
-      await Promise.all(processes.map((p) => p.kill('SIGTERM')));
-    }
-  });
+    },
+  );
 });
 
 describe('when Redis is unreachable (RATE_LIMIT_STORE=redis)', () => {
   async function stackWith(failMode: 'open' | 'closed') {
     const redis = await startRedisServer();
-    const api = await startTestApi({ env: { REDIS_URL: redis.url, RATE_LIMIT_STORE: 'redis', RATE_LIMIT_FAIL_MODE: failMode, RATE_LIMIT_REDIS_TIMEOUT_MS: '200' }, queues: false });
+    const api = await startTestApi({
+      env: {
+        REDIS_URL: redis.url,
+        RATE_LIMIT_STORE: 'redis',
+        RATE_LIMIT_FAIL_MODE: failMode,
+        RATE_LIMIT_REDIS_TIMEOUT_MS: '200',
+      },
+      queues: false,
+    });
     const org = await createTestOrg(api.db);
-    const created = await api.call('POST', '/rate-limits/rules', { key: org.admin, body: { name: 'r', scope: { type: 'mcp_tool_call' }, key_by: ['org'], limit: 3, window_seconds: 60 } });
+    const created = await api.call('POST', '/rate-limits/rules', {
+      key: org.admin,
+      body: { name: 'r', scope: { type: 'mcp_tool_call' }, key_by: ['org'], limit: 3, window_seconds: 60 },
+    });
     expect(created.status).toBe(201);
     return { redis, api, org, ruleId: created.body.id as string };
   }
 
-  const check = (api: TestApi, org: TestOrg) => api.call('POST', '/rate-limits/check', { key: org.member, body: { tool_key: 'search' } });
+  const check = (api: TestApi, org: TestOrg) =>
+    api.call('POST', '/rate-limits/check', { key: org.member, body: { tool_key: 'search' } });
 
   it('fails open by default: a local counter in this process keeps enforcing the rule', async () => {
     const { redis, api, org, ruleId } = await stackWith('open');
@@ -94,8 +123,12 @@ describe('when Redis is unreachable (RATE_LIMIT_STORE=redis)', () => {
       expect(decisions.map((d) => d.body.allowed)).toEqual([true, true, true, false]);
       expect(decisions[3]!.body.denied_by).toBe(ruleId);
       const metrics = (await api.call('GET', '/metrics')).text;
-      expect(metrics).toMatch(/gatehook_rate_limit_decisions_total\{outcome="allowed",source="redis",interface="http"\} 1/);
-      expect(metrics).toMatch(/gatehook_rate_limit_decisions_total\{outcome="allowed",source="fallback",interface="http"\} 3/);
+      expect(metrics).toMatch(
+        /gatehook_rate_limit_decisions_total\{outcome="allowed",source="redis",interface="http"\} 1/,
+      );
+      expect(metrics).toMatch(
+        /gatehook_rate_limit_decisions_total\{outcome="allowed",source="fallback",interface="http"\} 3/,
+      );
     } finally {
       await api.close();
       await redis.close();

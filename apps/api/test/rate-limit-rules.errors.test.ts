@@ -8,7 +8,13 @@ let org: TestOrg;
 let ruleId: string;
 let stored: Record<string, unknown>;
 
-const base = { name: 'Tool calls', scope: { type: 'mcp_tool_call' }, key_by: ['org', 'user'], limit: 10, window_seconds: 60 };
+const base = {
+  name: 'Tool calls',
+  scope: { type: 'mcp_tool_call' },
+  key_by: ['org', 'user'],
+  limit: 10,
+  window_seconds: 60,
+};
 
 beforeAll(async () => {
   api = await startTestApi({ queues: false });
@@ -54,9 +60,17 @@ const fieldRules: [string, Record<string, unknown>, string][] = [
   ['scope.type wrong', scope({ type: 'http_request' }), 'scope.type'],
   ['scope not an object', { scope: 'everything' }, 'scope'],
   ['a bad uuid in scope.user_ids', scope({ user_ids: ['not-a-uuid'] }), 'scope.user_ids.0'],
-  ['a bad uuid in scope.mcp_tag_ids', scope({ mcp_tag_ids: ['6a0e0d7c-0000-4000-8000-000000000001', '42'] }), 'scope.mcp_tag_ids.1'],
+  [
+    'a bad uuid in scope.mcp_tag_ids',
+    scope({ mcp_tag_ids: ['6a0e0d7c-0000-4000-8000-000000000001', '42'] }),
+    'scope.mcp_tag_ids.1',
+  ],
   ['an empty string in scope.tool_patterns', scope({ tool_patterns: ['github.*', ''] }), 'scope.tool_patterns.1'],
-  ['51 patterns in scope.tool_patterns (50 per rule)', scope({ tool_patterns: Array.from({ length: 51 }, (_, i) => `tool-${i}.*`) }), 'scope.tool_patterns'],
+  [
+    '51 patterns in scope.tool_patterns (50 per rule)',
+    scope({ tool_patterns: Array.from({ length: 51 }, (_, i) => `tool-${i}.*`) }),
+    'scope.tool_patterns',
+  ],
   ['scope.groups not an array', scope({ groups: 'ops' }), 'scope.groups'],
   ['scope.condition not a string', scope({ condition: true }), 'scope.condition'],
   ['scope.condition of 1025 characters', scope({ condition: longCondition }), 'scope.condition'],
@@ -97,18 +111,29 @@ describe('422 validation_error per field rule', () => {
     expect(pathsOf(r.body)).toEqual([path]);
   });
 
-  it.each(badConditions)('POST and PATCH reject a condition that is %s with the compiler message', async (_name, condition) => {
-    const compiled = compileCallCondition(condition);
-    expect(compiled.ok).toBe(false);
-    const expected = compiled.ok ? [] : compiled.issues.map((issue) => ({ path: 'scope.condition', message: issue.message }));
-    const post = await api.call('POST', '/rate-limits/rules', { key: org.admin, body: { ...base, ...scope({ condition }) } });
-    expect(post.status).toBe(422);
-    expect(post.body.error.code).toBe('validation_error');
-    expect(post.body.error.details).toEqual(expected);
-    const patch = await api.call('PATCH', `/rate-limits/rules/${ruleId}`, { key: org.admin, body: scope({ condition }) });
-    expect(patch.status).toBe(422);
-    expect(patch.body.error.details).toEqual(expected);
-  });
+  it.each(badConditions)(
+    'POST and PATCH reject a condition that is %s with the compiler message',
+    async (_name, condition) => {
+      const compiled = compileCallCondition(condition);
+      expect(compiled.ok).toBe(false);
+      const expected = compiled.ok
+        ? []
+        : compiled.issues.map((issue) => ({ path: 'scope.condition', message: issue.message }));
+      const post = await api.call('POST', '/rate-limits/rules', {
+        key: org.admin,
+        body: { ...base, ...scope({ condition }) },
+      });
+      expect(post.status).toBe(422);
+      expect(post.body.error.code).toBe('validation_error');
+      expect(post.body.error.details).toEqual(expected);
+      const patch = await api.call('PATCH', `/rate-limits/rules/${ruleId}`, {
+        key: org.admin,
+        body: scope({ condition }),
+      });
+      expect(patch.status).toBe(422);
+      expect(patch.body.error.details).toEqual(expected);
+    },
+  );
 
   it.each([
     ['name', { scope: base.scope, key_by: base.key_by, limit: 10, window_seconds: 60 }],
@@ -137,14 +162,20 @@ describe('422 validation_error per field rule', () => {
   });
 
   it('several broken fields are all named', async () => {
-    const r = await api.call('POST', '/rate-limits/rules', { key: org.admin, body: { ...base, limit: 0, window_seconds: 0, key_by: ['user'] } });
+    const r = await api.call('POST', '/rate-limits/rules', {
+      key: org.admin,
+      body: { ...base, limit: 0, window_seconds: 0, key_by: ['user'] },
+    });
     expect(r.status).toBe(422);
     expect(pathsOf(r.body).sort()).toEqual(['key_by', 'limit', 'window_seconds']);
   });
 
   it('a rejected PATCH changes nothing and records nothing', async () => {
     const before = await api.db.auditEvent.count({ where: { orgId: org.orgId, resourceId: ruleId } });
-    const r = await api.call('PATCH', `/rate-limits/rules/${ruleId}`, { key: org.admin, body: { name: 'Changed', limit: 3 } });
+    const r = await api.call('PATCH', `/rate-limits/rules/${ruleId}`, {
+      key: org.admin,
+      body: { name: 'Changed', limit: 3 },
+    });
     expect(r.status).toBe(422);
     expect((await api.call('GET', `/rate-limits/rules/${ruleId}`, { key: org.admin })).body).toEqual(stored);
     expect(await api.db.auditEvent.count({ where: { orgId: org.orgId, resourceId: ruleId } })).toBe(before);
@@ -157,8 +188,16 @@ describe('422 past the active rules of an organisation (RULE_LIMITS.activeRulesP
     // 100 active rules, inserted directly: the limit, not the route, is under test here.
     await api.db.rateLimitRule.createMany({
       data: Array.from({ length: RULE_LIMITS.activeRulesPerOrganisation }, (_, i) => ({
-        id: randomUUID(), orgId: capped.orgId, name: `r${i}`, status: 'active' as const, scope: { type: 'mcp_tool_call' },
-        keyBy: ['org'], limit: 10, windowSeconds: 60, burst: 1, action: 'deny' as const,
+        id: randomUUID(),
+        orgId: capped.orgId,
+        name: `r${i}`,
+        status: 'active' as const,
+        scope: { type: 'mcp_tool_call' },
+        keyBy: ['org'],
+        limit: 10,
+        windowSeconds: 60,
+        burst: 1,
+        action: 'deny' as const,
       })),
     });
     const refused = await api.call('POST', '/rate-limits/rules', { key: capped.admin, body: base });
@@ -168,9 +207,15 @@ describe('422 past the active rules of an organisation (RULE_LIMITS.activeRulesP
     expect(refused.body.error.details[0].message).toMatch(/at most 100 active rules/);
 
     // A disabled rule may still be created, but not enabled while the cap is reached.
-    const disabled = await api.call('POST', '/rate-limits/rules', { key: capped.admin, body: { ...base, status: 'disabled' } });
+    const disabled = await api.call('POST', '/rate-limits/rules', {
+      key: capped.admin,
+      body: { ...base, status: 'disabled' },
+    });
     expect(disabled.status).toBe(201);
-    const enabled = await api.call('PATCH', `/rate-limits/rules/${disabled.body.id}`, { key: capped.admin, body: { status: 'active' } });
+    const enabled = await api.call('PATCH', `/rate-limits/rules/${disabled.body.id}`, {
+      key: capped.admin,
+      body: { status: 'active' },
+    });
     expect(enabled.status).toBe(422);
     expect(pathsOf(enabled.body)).toEqual(['status']);
 
@@ -209,7 +254,10 @@ describe('400 bad_request', () => {
     ['?limit=ten', 'limit'],
     ['?cursor=not-a-cursor', 'cursor'],
     [`?cursor=${Buffer.from('{"c":"2026-01-01T00:00:00.000Z","i":"x"}').toString('base64url')}`, 'cursor'],
-    [`?cursor=${Buffer.from('{"c":"yesterday","i":"6a0e0d7c-0000-4000-8000-000000000001"}').toString('base64url')}`, 'cursor'],
+    [
+      `?cursor=${Buffer.from('{"c":"yesterday","i":"6a0e0d7c-0000-4000-8000-000000000001"}').toString('base64url')}`,
+      'cursor',
+    ],
   ])('GET /rate-limits/rules%s', async (query, path) => {
     const r = await api.call('GET', `/rate-limits/rules${query}`, { key: org.admin });
     expect(r.status).toBe(400);
@@ -221,19 +269,26 @@ describe('400 bad_request', () => {
 describe('404 not_found', () => {
   const unknown = '6a0e0d7c-0000-4000-8000-000000000000';
   it.each(['GET', 'PATCH', 'DELETE'])('%s of an unknown rule', async (method) => {
-    const r = await api.call(method, `/rate-limits/rules/${unknown}`, { key: org.admin, body: method === 'PATCH' ? { name: 'x' } : undefined });
+    const r = await api.call(method, `/rate-limits/rules/${unknown}`, {
+      key: org.admin,
+      body: method === 'PATCH' ? { name: 'x' } : undefined,
+    });
     expect(r.status).toBe(404);
     expect(r.body).toEqual({ error: { code: 'not_found', message: 'Rate limit rule not found' } });
   });
 
-  it.each(['not-a-uuid', '123', `${'6a0e0d7c-0000-4000-8000-00000000000'}`, "1' OR '1'='1"].flatMap((id) => ['GET', 'PATCH', 'DELETE'].map((m) => [m, id])))(
-    '%s of a malformed id (%s)',
-    async (method, id) => {
-      const r = await api.call(method, `/rate-limits/rules/${encodeURIComponent(id)}`, { key: org.admin, body: method === 'PATCH' ? { name: 'x' } : undefined });
-      expect(r.status).toBe(404);
-      expectErrorShape(r.body, 'not_found');
-    },
-  );
+  it.each(
+    ['not-a-uuid', '123', `${'6a0e0d7c-0000-4000-8000-00000000000'}`, "1' OR '1'='1"].flatMap((id) =>
+      ['GET', 'PATCH', 'DELETE'].map((m) => [m, id]),
+    ),
+  )('%s of a malformed id (%s)', async (method, id) => {
+    const r = await api.call(method, `/rate-limits/rules/${encodeURIComponent(id)}`, {
+      key: org.admin,
+      body: method === 'PATCH' ? { name: 'x' } : undefined,
+    });
+    expect(r.status).toBe(404);
+    expectErrorShape(r.body, 'not_found');
+  });
 
   it('PATCH of an unknown rule with an invalid body is still a 4xx, never a 5xx', async () => {
     const r = await api.call('PATCH', `/rate-limits/rules/${unknown}`, { key: org.admin, body: { limit: 0 } });
@@ -248,12 +303,20 @@ describe('Redis unreachable', () => {
     // The API's own connection goes away, as when Redis is down: every publish now fails at once.
     offline.redis.disconnect();
     try {
-      const created = await offline.call('POST', '/rate-limits/rules', { key: org.admin, body: { ...base, name: 'Offline' } });
+      const created = await offline.call('POST', '/rate-limits/rules', {
+        key: org.admin,
+        body: { ...base, name: 'Offline' },
+      });
       expect(created.status).toBe(201);
-      const patched = await offline.call('PATCH', `/rate-limits/rules/${created.body.id}`, { key: org.admin, body: { limit: 20 } });
+      const patched = await offline.call('PATCH', `/rate-limits/rules/${created.body.id}`, {
+        key: org.admin,
+        body: { limit: 20 },
+      });
       expect(patched.status).toBe(200);
       expect(patched.body.limit).toBe(20);
-      expect((await offline.call('DELETE', `/rate-limits/rules/${created.body.id}`, { key: org.admin })).status).toBe(204);
+      expect((await offline.call('DELETE', `/rate-limits/rules/${created.body.id}`, { key: org.admin })).status).toBe(
+        204,
+      );
       expect(await api.db.rateLimitRule.findUnique({ where: { id: created.body.id } })).toBeNull();
 
       const warnings = logLines.map((line) => JSON.parse(line)).filter((entry) => entry.msg?.includes('not announced'));

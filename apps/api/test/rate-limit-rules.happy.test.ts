@@ -98,7 +98,15 @@ describe('POST /rate-limits/rules', () => {
       name: 'Per user per tool',
       description: 'Stops a runaway agent',
       status: 'disabled',
-      scope: { ...emptyScope, user_ids: [user], mcp_ids: [mcp], groups: ['engineering'], tool_patterns: ['github.*', 'jira.create_?'], condition: 'call.cost > 1', condition_description: 'expensive calls only' },
+      scope: {
+        ...emptyScope,
+        user_ids: [user],
+        mcp_ids: [mcp],
+        groups: ['engineering'],
+        tool_patterns: ['github.*', 'jira.create_?'],
+        condition: 'call.cost > 1',
+        condition_description: 'expensive calls only',
+      },
       key_by: ['org', 'tool', 'user'],
       limit: 1000,
       window_seconds: 3600,
@@ -120,7 +128,9 @@ describe('POST /rate-limits/rules', () => {
 describe('GET /rate-limits/rules/{rule_id}', () => {
   it('returns the rule exactly as created', async () => {
     const created = await create({ ...base, key_by: ['tool', 'org'], burst: 5 });
-    const fetched = await api.call('GET', `/rate-limits/rules/${created.id}`, { key: await org.key('member', ['view_rate_limits']) });
+    const fetched = await api.call('GET', `/rate-limits/rules/${created.id}`, {
+      key: await org.key('member', ['view_rate_limits']),
+    });
     expect(fetched.status).toBe(200);
     expect(fetched.body).toEqual(created);
   });
@@ -141,7 +151,8 @@ describe('GET /rate-limits/rules', () => {
     // Rules 1 to 3 share one created_at, so the order among them, and the cursor across them, rests on the id.
     const t0 = Date.parse('2026-01-01T00:00:00.000Z');
     const at = [t0, t0 + 1000, t0 + 1000, t0 + 1000, t0 + 2000];
-    for (const [i, id] of ids.entries()) await api.db.rateLimitRule.update({ where: { id }, data: { createdAt: new Date(at[i]!) } });
+    for (const [i, id] of ids.entries())
+      await api.db.rateLimitRule.update({ where: { id }, data: { createdAt: new Date(at[i]!) } });
     const expected = [ids[0], ...[ids[1], ids[2], ids[3]].sort(), ids[4]];
 
     const seen: string[] = [];
@@ -161,7 +172,9 @@ describe('GET /rate-limits/rules', () => {
     const all = await api.call('GET', '/rate-limits/rules', { key: listOrg.member });
     expect(all.body.items.map((rule: { id: string }) => rule.id)).toEqual(expected);
     expect(all.body.next_cursor).toBeNull();
-    expect(all.body.items[0]).toEqual((await api.call('GET', `/rate-limits/rules/${ids[0]}`, { key: listOrg.member })).body);
+    expect(all.body.items[0]).toEqual(
+      (await api.call('GET', `/rate-limits/rules/${ids[0]}`, { key: listOrg.member })).body,
+    );
 
     const exact = await api.call('GET', '/rate-limits/rules?limit=5', { key: listOrg.member });
     expect(exact.body.items).toHaveLength(5);
@@ -172,7 +185,10 @@ describe('GET /rate-limits/rules', () => {
     const listOrg = await createTestOrg(api.db);
     const ids: string[] = [];
     for (let i = 0; i < 3; i += 1) ids.push((await create({ ...base, name: `rule ${i}` }, listOrg.admin)).id);
-    const disabled = await api.call('PATCH', `/rate-limits/rules/${ids[1]}`, { key: listOrg.admin, body: { status: 'disabled' } });
+    const disabled = await api.call('PATCH', `/rate-limits/rules/${ids[1]}`, {
+      key: listOrg.admin,
+      body: { status: 'disabled' },
+    });
     expect(disabled.status).toBe(200);
 
     const onlyDisabled = await api.call('GET', '/rate-limits/rules?status=disabled', { key: listOrg.member });
@@ -218,13 +234,20 @@ describe('PATCH /rate-limits/rules/{rule_id}', () => {
       { field: 'key_by', old: ['org'], new: ['org', 'user'] },
       { field: 'limit', old: 10, new: 20 },
     ]);
-    expect(updated[0]).toMatchObject({ resourceType: 'rate_limit_rule', resourceId: created.id, actorDisplayName: 'admin-none' });
+    expect(updated[0]).toMatchObject({
+      resourceType: 'rate_limit_rule',
+      resourceId: created.id,
+      actorDisplayName: 'admin-none',
+    });
     expect(updated[0]!.payload).toEqual({ rule_id: created.id, rule_name: 'Tool calls' });
   });
 
   it('replaces the scope whole, and a rename is reflected in the audit payload', async () => {
     const user = randomUUID();
-    const created = await create({ ...base, scope: { type: 'mcp_tool_call', user_ids: [user], tool_patterns: ['a*'], condition: 'call.cost > 2' } });
+    const created = await create({
+      ...base,
+      scope: { type: 'mcp_tool_call', user_ids: [user], tool_patterns: ['a*'], condition: 'call.cost > 2' },
+    });
     const r = await api.call('PATCH', `/rate-limits/rules/${created.id}`, {
       key: org.admin,
       body: { name: 'Renamed', scope: { type: 'mcp_tool_call', groups: ['g'] } },
@@ -236,14 +259,21 @@ describe('PATCH /rate-limits/rules/{rule_id}', () => {
     const [event] = (await auditEvents(created.id)).filter((e) => e.action === 'rate_limit_rule.updated');
     expect(event!.changes).toEqual([
       { field: 'name', old: 'Tool calls', new: 'Renamed' },
-      { field: 'scope', old: { ...emptyScope, user_ids: [user], tool_patterns: ['a*'], condition: 'call.cost > 2' }, new: { ...emptyScope, groups: ['g'] } },
+      {
+        field: 'scope',
+        old: { ...emptyScope, user_ids: [user], tool_patterns: ['a*'], condition: 'call.cost > 2' },
+        new: { ...emptyScope, groups: ['g'] },
+      },
     ]);
     expect(event!.payload).toEqual({ rule_id: created.id, rule_name: 'Renamed' });
   });
 
   it('raises burst and limit together, and clears the description with null', async () => {
     const created = await create({ ...base, description: 'temporary' });
-    const r = await api.call('PATCH', `/rate-limits/rules/${created.id}`, { key: org.admin, body: { limit: 500, burst: 400, description: null, action: 'log_only' } });
+    const r = await api.call('PATCH', `/rate-limits/rules/${created.id}`, {
+      key: org.admin,
+      body: { limit: 500, burst: 400, description: null, action: 'log_only' },
+    });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ limit: 500, burst: 400, description: null, action: 'log_only' });
   });
@@ -252,7 +282,13 @@ describe('PATCH /rate-limits/rules/{rule_id}', () => {
     const created = await create({ ...base, key_by: ['org', 'tool'] });
     const r = await api.call('PATCH', `/rate-limits/rules/${created.id}`, {
       key: org.admin,
-      body: { name: 'Tool calls', limit: 10, key_by: ['tool', 'org'], scope: { type: 'mcp_tool_call' }, description: null },
+      body: {
+        name: 'Tool calls',
+        limit: 10,
+        key_by: ['tool', 'org'],
+        scope: { type: 'mcp_tool_call' },
+        description: null,
+      },
     });
     expect(r.status).toBe(200);
     expect(r.body).toEqual(created);
@@ -297,12 +333,18 @@ describe('rule changes are announced on the invalidation channel', () => {
       expect(messages).toEqual(expected(1));
 
       // Redis delivers in publish order: had the no-op published, its message would arrive before the next one.
-      expect((await api.call('PATCH', `/rate-limits/rules/${created.id}`, { key: org.admin, body: { limit: 10 } })).status).toBe(200);
-      expect((await api.call('PATCH', `/rate-limits/rules/${created.id}`, { key: org.admin, body: { limit: 11 } })).status).toBe(200);
+      expect(
+        (await api.call('PATCH', `/rate-limits/rules/${created.id}`, { key: org.admin, body: { limit: 10 } })).status,
+      ).toBe(200);
+      expect(
+        (await api.call('PATCH', `/rate-limits/rules/${created.id}`, { key: org.admin, body: { limit: 11 } })).status,
+      ).toBe(200);
       await waitFor(() => messages.length >= 2, { timeoutMs: 2000, everyMs: 10 });
 
       // Neither a rejected change nor a read announces anything.
-      expect((await api.call('PATCH', `/rate-limits/rules/${created.id}`, { key: org.admin, body: { burst: 12 } })).status).toBe(422);
+      expect(
+        (await api.call('PATCH', `/rate-limits/rules/${created.id}`, { key: org.admin, body: { burst: 12 } })).status,
+      ).toBe(422);
       expect((await api.call('GET', `/rate-limits/rules/${created.id}`, { key: org.admin })).status).toBe(200);
       expect((await api.call('DELETE', `/rate-limits/rules/${created.id}`, { key: org.admin })).status).toBe(204);
       await waitFor(() => messages.length >= 3, { timeoutMs: 2000, everyMs: 10 });
@@ -323,14 +365,20 @@ describe('/openapi.json', () => {
     expect(Object.keys(rules).sort()).toEqual(['get', 'post']);
     expect(Object.keys(rule).sort()).toEqual(['delete', 'get', 'patch']);
     expect([rules.get, rule.get].map((op) => op['x-permission'])).toEqual(['view_rate_limits', 'view_rate_limits']);
-    expect([rules.post, rule.patch, rule.delete].map((op) => op['x-permission'])).toEqual(['manage_rate_limits', 'manage_rate_limits', 'manage_rate_limits']);
+    expect([rules.post, rule.patch, rule.delete].map((op) => op['x-permission'])).toEqual([
+      'manage_rate_limits',
+      'manage_rate_limits',
+      'manage_rate_limits',
+    ]);
     expect(rule.get.parameters).toEqual([expect.objectContaining({ name: 'rule_id', in: 'path', required: true })]);
     expect(rules.get.parameters.map((p: { name: string }) => p.name)).toEqual(['limit', 'cursor', 'status']);
     const createBody = rules.post.requestBody.content['application/json'].schema;
     expect([...createBody.required].sort()).toEqual(['key_by', 'limit', 'name', 'scope', 'window_seconds']);
     expect(createBody.properties.window_seconds).toMatchObject({ minimum: 1, maximum: 3600 });
     expect(createBody.additionalProperties).toBe(false);
-    expect(rules.post.responses['201'].content['application/json'].schema.required).toEqual(expect.arrayContaining(['id', 'scope', 'key_by', 'burst', 'created_at']));
+    expect(rules.post.responses['201'].content['application/json'].schema.required).toEqual(
+      expect.arrayContaining(['id', 'scope', 'key_by', 'burst', 'created_at']),
+    );
     expect(Object.keys(rule.delete.responses)).toContain('204');
   });
 });

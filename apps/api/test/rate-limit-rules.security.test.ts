@@ -19,13 +19,25 @@ beforeAll(async () => {
 });
 afterAll(() => api.close());
 
-type Route = { method: string; path: (id: string) => string; body?: unknown; needs: 'view_rate_limits' | 'manage_rate_limits'; success: number };
+type Route = {
+  method: string;
+  path: (id: string) => string;
+  body?: unknown;
+  needs: 'view_rate_limits' | 'manage_rate_limits';
+  success: number;
+};
 // PATCH and DELETE come last in their group so that a successful call does not remove the rule the others use.
 const routes: Route[] = [
   { method: 'GET', path: () => '/rate-limits/rules', needs: 'view_rate_limits', success: 200 },
   { method: 'GET', path: (id) => `/rate-limits/rules/${id}`, needs: 'view_rate_limits', success: 200 },
   { method: 'POST', path: () => '/rate-limits/rules', body: base, needs: 'manage_rate_limits', success: 201 },
-  { method: 'PATCH', path: (id) => `/rate-limits/rules/${id}`, body: { name: 'Renamed' }, needs: 'manage_rate_limits', success: 200 },
+  {
+    method: 'PATCH',
+    path: (id) => `/rate-limits/rules/${id}`,
+    body: { name: 'Renamed' },
+    needs: 'manage_rate_limits',
+    success: 200,
+  },
   { method: 'DELETE', path: (id) => `/rate-limits/rules/${id}`, needs: 'manage_rate_limits', success: 204 },
 ];
 const label = (r: Route) => `${r.method} ${r.path('{rule_id}')}`;
@@ -46,7 +58,10 @@ describe('401 unauthorized', () => {
     ].map(([name, header]) => [label(route), name, header, route] as const),
   );
   it.each(cases)('%s with %s', async (_label, _name, header, route) => {
-    const r = await api.call(route.method, route.path(ruleId), { body: route.body, headers: header ? { authorization: header } : {} });
+    const r = await api.call(route.method, route.path(ruleId), {
+      body: route.body,
+      headers: header ? { authorization: header } : {},
+    });
     expect(r.status).toBe(401);
     expect(r.body.error.code).toBe('unauthorized');
     expect(r.text).not.toContain('Tool calls');
@@ -58,16 +73,27 @@ describe('401 unauthorized', () => {
 });
 
 describe('403 forbidden', () => {
-  it.each(routes.map((r) => [label(r), r] as const))('%s: a key with only check_rate_limits is refused', async (_label, route) => {
-    const r = await api.call(route.method, route.path(ruleId), { key: await org.key('member', ['check_rate_limits']), body: route.body });
-    expect(r.status).toBe(403);
-    expect(r.body).toEqual({ error: { code: 'forbidden', message: `This operation needs the ${route.needs} permission` } });
-  });
+  it.each(routes.map((r) => [label(r), r] as const))(
+    '%s: a key with only check_rate_limits is refused',
+    async (_label, route) => {
+      const r = await api.call(route.method, route.path(ruleId), {
+        key: await org.key('member', ['check_rate_limits']),
+        body: route.body,
+      });
+      expect(r.status).toBe(403);
+      expect(r.body).toEqual({
+        error: { code: 'forbidden', message: `This operation needs the ${route.needs} permission` },
+      });
+    },
+  );
 
-  it.each(routes.map((r) => [label(r), r] as const))('%s: a key with no permission is refused', async (_label, route) => {
-    const r = await api.call(route.method, route.path(ruleId), { key: org.nobody, body: route.body });
-    expect(r.status).toBe(403);
-  });
+  it.each(routes.map((r) => [label(r), r] as const))(
+    '%s: a key with no permission is refused',
+    async (_label, route) => {
+      const r = await api.call(route.method, route.path(ruleId), { key: org.nobody, body: route.body });
+      expect(r.status).toBe(403);
+    },
+  );
 
   it('view_rate_limits may list and get but not create, patch or delete', async () => {
     const viewer = await org.key('member', ['view_rate_limits']);
@@ -91,7 +117,8 @@ describe('403 forbidden', () => {
 
   it('a key holding webhook and ingestion permissions has no access to rules', async () => {
     const key = await org.key('member', ['manage_webhooks', 'ingest_events']);
-    for (const route of routes) expect((await api.call(route.method, route.path(ruleId), { key, body: route.body })).status).toBe(403);
+    for (const route of routes)
+      expect((await api.call(route.method, route.path(ruleId), { key, body: route.body })).status).toBe(403);
     await unchanged();
   });
 });
@@ -104,7 +131,10 @@ describe("another organisation's rule", () => {
   });
 
   it('is absent from its list, and survives the attempts untouched', async () => {
-    const created = await api.call('POST', '/rate-limits/rules', { key: other.admin, body: { ...base, name: 'Theirs' } });
+    const created = await api.call('POST', '/rate-limits/rules', {
+      key: other.admin,
+      body: { ...base, name: 'Theirs' },
+    });
     expect(created.status).toBe(201);
     const theirs = await api.call('GET', '/rate-limits/rules', { key: other.admin });
     expect(theirs.body.items.map((r: { id: string }) => r.id)).toEqual([created.body.id]);
@@ -117,18 +147,28 @@ describe("another organisation's rule", () => {
   it("a cursor cannot reach another organisation's rules", async () => {
     const page = await api.call('GET', '/rate-limits/rules?limit=1', { key: other.admin });
     expect(page.status).toBe(200);
-    const cursor = Buffer.from(JSON.stringify({ c: '1970-01-01T00:00:00.000Z', i: '00000000-0000-4000-8000-000000000000' })).toString('base64url');
+    const cursor = Buffer.from(
+      JSON.stringify({ c: '1970-01-01T00:00:00.000Z', i: '00000000-0000-4000-8000-000000000000' }),
+    ).toString('base64url');
     const r = await api.call('GET', `/rate-limits/rules?cursor=${cursor}`, { key: other.admin });
     expect(r.body.items.map((x: { id: string }) => x.id)).not.toContain(ruleId);
   });
 });
 
 describe('permitted calls', () => {
-  it.each(routes.map((r) => [label(r), r] as const))('%s succeeds with exactly its permission', async (_label, route) => {
-    const id = route.method === 'DELETE' || route.method === 'PATCH'
-      ? (await api.call('POST', '/rate-limits/rules', { key: org.admin, body: { ...base, name: 'Scratch' } })).body.id
-      : ruleId;
-    const r = await api.call(route.method, route.path(id), { key: await org.key('member', [route.needs]), body: route.body });
-    expect(r.status).toBe(route.success);
-  });
+  it.each(routes.map((r) => [label(r), r] as const))(
+    '%s succeeds with exactly its permission',
+    async (_label, route) => {
+      const id =
+        route.method === 'DELETE' || route.method === 'PATCH'
+          ? (await api.call('POST', '/rate-limits/rules', { key: org.admin, body: { ...base, name: 'Scratch' } })).body
+              .id
+          : ruleId;
+      const r = await api.call(route.method, route.path(id), {
+        key: await org.key('member', [route.needs]),
+        body: route.body,
+      });
+      expect(r.status).toBe(route.success);
+    },
+  );
 });

@@ -11,10 +11,13 @@ const root = path.resolve(__dirname, '../../..');
 
 // Not listening yet, or not ready yet: try again.
 const answer = (url: string, deadline: number) =>
-  waitFor(async () => {
-    const response = await fetch(url).catch(() => undefined);
-    return response?.ok ? response : undefined;
-  }, { timeoutMs: Math.max(0, deadline - Date.now()), everyMs: 200, what: url });
+  waitFor(
+    async () => {
+      const response = await fetch(url).catch(() => undefined);
+      return response?.ok ? response : undefined;
+    },
+    { timeoutMs: Math.max(0, deadline - Date.now()), everyMs: 200, what: url },
+  );
 
 describe('pnpm start', () => {
   it('migrates, then serves the API and a worker, and stops both on SIGTERM', async () => {
@@ -42,8 +45,14 @@ describe('pnpm start', () => {
       const deadline = Date.now() + 45_000;
       await answer(`http://127.0.0.1:${apiPort}/healthz`, deadline);
       await answer(`http://127.0.0.1:${workerPort}/healthz`, deadline);
-      expect(await (await answer(`http://127.0.0.1:${apiPort}/readyz`, deadline)).json()).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
-      expect(await (await answer(`http://127.0.0.1:${workerPort}/readyz`, deadline)).json()).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
+      expect(await (await answer(`http://127.0.0.1:${apiPort}/readyz`, deadline)).json()).toEqual({
+        status: 'ok',
+        checks: { postgres: 'ok', redis: 'ok' },
+      });
+      expect(await (await answer(`http://127.0.0.1:${workerPort}/readyz`, deadline)).json()).toEqual({
+        status: 'ok',
+        checks: { postgres: 'ok', redis: 'ok' },
+      });
       expect(stderr).toMatch(/migrations: \d+ applied, \d+ already applied/);
     } finally {
       process.kill(-child.pid!, 'SIGTERM');
@@ -55,13 +64,19 @@ describe('pnpm start', () => {
   }, 60_000);
 
   it('runs as production when NODE_ENV is unset and the database is elsewhere: no development key', async () => {
-    const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: 'postgresql://postgres@db.example.invalid:5432/gatehook', GATEHOOK_ENCRYPTION_KEY: '' };
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      DATABASE_URL: 'postgresql://postgres@db.example.invalid:5432/gatehook',
+      GATEHOOK_ENCRYPTION_KEY: '',
+    };
     delete env.NODE_ENV;
     const child = spawn('pnpm', ['start'], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], env });
     let stderr = '';
     child.stderr!.on('data', (chunk) => (stderr += chunk));
     const [code] = (await once(child, 'exit')) as [number | null];
     expect(code).not.toBe(0);
-    expect(stderr).toContain('GATEHOOK_ENCRYPTION_KEY: required unless NODE_ENV is development or test (NODE_ENV is not set, which counts as production)');
+    expect(stderr).toContain(
+      'GATEHOOK_ENCRYPTION_KEY: required unless NODE_ENV is development or test (NODE_ENV is not set, which counts as production)',
+    );
   }, 60_000);
 });

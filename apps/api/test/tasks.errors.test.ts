@@ -55,13 +55,25 @@ describe.each(['recover', 'replay'])('POST /webhooks/{id}/%s', (kind) => {
   });
 
   it('400 for a body that is not JSON, or not an object', async () => {
-    expectError(await api.call('POST', `/webhooks/${webhookId}/${kind}`, { key: org.admin, body: '{"since":', headers: { 'content-type': 'application/json' } }), 400, 'bad_request');
+    expectError(
+      await api.call('POST', `/webhooks/${webhookId}/${kind}`, {
+        key: org.admin,
+        body: '{"since":',
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+      'bad_request',
+    );
     expectError(await call('POST', `/webhooks/${webhookId}/${kind}`, [iso(-hour)]), 400, 'bad_request');
     expectError(await api.call('POST', `/webhooks/${webhookId}/${kind}`, { key: org.admin }), 400, 'bad_request');
   });
 
   it('404 for an unknown or malformed webhook id', async () => {
-    expectError(await call('POST', `/webhooks/6a0e0d7c-0000-4000-8000-000000000000/${kind}`, { since: iso(-hour) }), 404, 'not_found');
+    expectError(
+      await call('POST', `/webhooks/6a0e0d7c-0000-4000-8000-000000000000/${kind}`, { since: iso(-hour) }),
+      404,
+      'not_found',
+    );
     expectError(await call('POST', `/webhooks/not-a-uuid/${kind}`, { since: iso(-hour) }), 404, 'not_found');
   });
 
@@ -89,17 +101,25 @@ describe('one running task per webhook', () => {
 
   it('concurrent starts: exactly one wins, the others are 409, never a 5xx', async () => {
     const id = await webhook();
-    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => call('POST', `/webhooks/${id}/${i % 2 ? 'replay' : 'recover'}`, { since: iso(-hour) })));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        call('POST', `/webhooks/${id}/${i % 2 ? 'replay' : 'recover'}`, { since: iso(-hour) }),
+      ),
+    );
     expect(answers.map((a) => a.status).sort()).toEqual([202, 409, 409, 409, 409, 409, 409, 409]);
     expect(await api.db.webhookTask.count({ where: { webhookId: id, status: 'running' } })).toBe(1);
   });
 });
 
 describe('reading tasks', () => {
-  it('404 for an unknown, malformed or other webhook\'s task id', async () => {
+  it("404 for an unknown, malformed or other webhook's task id", async () => {
     const other = await webhook();
     const started = await call('POST', `/webhooks/${other}/replay`, { since: iso(-hour) });
-    expectError(await call('GET', `/webhooks/${webhookId}/tasks/6a0e0d7c-0000-4000-8000-000000000000`), 404, 'not_found');
+    expectError(
+      await call('GET', `/webhooks/${webhookId}/tasks/6a0e0d7c-0000-4000-8000-000000000000`),
+      404,
+      'not_found',
+    );
     expectError(await call('GET', `/webhooks/${webhookId}/tasks/nope`), 404, 'not_found');
     expectError(await call('GET', `/webhooks/${webhookId}/tasks/${started.body.id}`), 404, 'not_found');
     expectError(await call('GET', '/webhooks/6a0e0d7c-0000-4000-8000-000000000000/tasks'), 404, 'not_found');

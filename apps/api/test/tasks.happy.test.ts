@@ -23,30 +23,43 @@ async function webhook(name = 'SIEM'): Promise<string> {
 }
 
 describe('POST /webhooks/{id}/recover and /replay', () => {
-  it.each(['recover', 'replay'] as const)('%s answers 202 with a running Task of exactly the contract shape', async (kind) => {
-    const id = await webhook();
-    const since = iso(-hour);
-    const until = iso(-1000);
-    const r = await call('POST', `/webhooks/${id}/${kind}`, { since, until });
-    expect(r.status).toBe(202);
-    expect(r.body).toEqual({
-      id: expect.any(String),
-      webhook_id: id,
-      kind,
-      status: 'running',
-      since,
-      until,
-      total: null,
-      processed: 0,
-      error: null,
-      created_at: expect.any(String),
-      finished_at: null,
-    });
-    expect(Object.keys(r.body).sort()).toEqual(
-      ['created_at', 'error', 'finished_at', 'id', 'kind', 'processed', 'since', 'status', 'total', 'until', 'webhook_id'],
-    );
-    expect((await call('GET', `/webhooks/${id}/tasks/${r.body.id}`)).body).toEqual(r.body);
-  });
+  it.each(['recover', 'replay'] as const)(
+    '%s answers 202 with a running Task of exactly the contract shape',
+    async (kind) => {
+      const id = await webhook();
+      const since = iso(-hour);
+      const until = iso(-1000);
+      const r = await call('POST', `/webhooks/${id}/${kind}`, { since, until });
+      expect(r.status).toBe(202);
+      expect(r.body).toEqual({
+        id: expect.any(String),
+        webhook_id: id,
+        kind,
+        status: 'running',
+        since,
+        until,
+        total: null,
+        processed: 0,
+        error: null,
+        created_at: expect.any(String),
+        finished_at: null,
+      });
+      expect(Object.keys(r.body).sort()).toEqual([
+        'created_at',
+        'error',
+        'finished_at',
+        'id',
+        'kind',
+        'processed',
+        'since',
+        'status',
+        'total',
+        'until',
+        'webhook_id',
+      ]);
+      expect((await call('GET', `/webhooks/${id}/tasks/${r.body.id}`)).body).toEqual(r.body);
+    },
+  );
 
   it('until defaults to now; offsets are accepted and normalised to UTC', async () => {
     const id = await webhook();
@@ -66,7 +79,13 @@ describe('POST /webhooks/{id}/recover and /replay', () => {
     const events = await api.db.auditEvent.findMany({ where: { orgId: org.orgId, resourceId: id } });
     const started = events.find((e) => e.action === 'webhook.replay_started');
     expect(started).toMatchObject({ actorType: 'user', resourceType: 'webhook', resourceDisplayName: 'Audited' });
-    expect(started!.payload).toEqual({ webhook_id: id, webhook_name: 'Audited', task_id: r.body.id, since, until: r.body.until });
+    expect(started!.payload).toEqual({
+      webhook_id: id,
+      webhook_name: 'Audited',
+      task_id: r.body.id,
+      since,
+      until: r.body.until,
+    });
   });
 
   it('a new task may start once the running one has finished', async () => {
@@ -92,7 +111,11 @@ describe('GET /webhooks/{id}/tasks', () => {
     const all = await call('GET', `/webhooks/${id}/tasks`);
     expect(all.status).toBe(200);
     expect(all.body.items.map((t: { id: string }) => t.id)).toEqual([...ids].reverse());
-    expect(all.body.items[0]).toMatchObject({ status: 'failed', error: 'ended by the test', finished_at: expect.any(String) });
+    expect(all.body.items[0]).toMatchObject({
+      status: 'failed',
+      error: 'ended by the test',
+      finished_at: expect.any(String),
+    });
     expect(all.body.next_cursor).toBeNull();
 
     const first = await call('GET', `/webhooks/${id}/tasks?limit=2`);
@@ -115,7 +138,10 @@ describe('GET /webhooks/{id}/tasks', () => {
 describe('documentation', () => {
   it('the OpenAPI document describes the task routes with their access rules', async () => {
     const doc = (await api.call('GET', '/openapi.json')).body;
-    expect(doc.paths['/webhooks/{id}/recover'].post).toMatchObject({ operationId: 'recoverWebhook', 'x-role': 'admin' });
+    expect(doc.paths['/webhooks/{id}/recover'].post).toMatchObject({
+      operationId: 'recoverWebhook',
+      'x-role': 'admin',
+    });
     expect(doc.paths['/webhooks/{id}/replay'].post.requestBody).toBeDefined();
     expect(doc.paths['/webhooks/{id}/tasks'].get['x-permission']).toBe('manage_webhooks');
     expect(doc.paths['/webhooks/{id}/tasks/{task_id}'].get.responses['200']).toBeDefined();

@@ -16,10 +16,16 @@ beforeAll(async () => {
   stranger = await createTestOrg(api.db);
   const created = await api.call('POST', '/webhooks', {
     key: org.admin,
-    body: { name: 'SIEM', url: `https://hooks.example.com/in?token=${URL_SECRET}`, events: ['*'], headers: { 'X-Api-Key': 'h3ader-secret' } },
+    body: {
+      name: 'SIEM',
+      url: `https://hooks.example.com/in?token=${URL_SECRET}`,
+      events: ['*'],
+      headers: { 'X-Api-Key': 'h3ader-secret' },
+    },
   });
   webhookId = created.body.id;
-  taskId = (await api.call('POST', `/webhooks/${webhookId}/replay`, { key: org.admin, body: { since: since() } })).body.id;
+  taskId = (await api.call('POST', `/webhooks/${webhookId}/replay`, { key: org.admin, body: { since: since() } })).body
+    .id;
 });
 afterAll(() => api.close());
 
@@ -34,10 +40,18 @@ const label = (r: Route) => `${r.method} ${r.path().replace(webhookId, '{id}').r
 
 describe.each(routes.map((r) => [label(r), r] as const))('%s', (_label, route) => {
   const send = (key: string | undefined, headers: Record<string, string> = {}) =>
-    api.call(route.method, route.path(), { ...(key ? { key } : {}), ...(route.body ? { body: route.body() } : {}), headers });
+    api.call(route.method, route.path(), {
+      ...(key ? { key } : {}),
+      ...(route.body ? { body: route.body() } : {}),
+      headers,
+    });
 
   it('401 without a key, with a malformed key and with an unknown key', async () => {
-    for (const r of [await send(undefined), await send(undefined, { authorization: 'Bearer nope' }), await send(`ghk_${'A'.repeat(43)}`)]) {
+    for (const r of [
+      await send(undefined),
+      await send(undefined, { authorization: 'Bearer nope' }),
+      await send(`ghk_${'A'.repeat(43)}`),
+    ]) {
       expect(r.status).toBe(401);
       expect(r.body.error.code).toBe('unauthorized');
     }

@@ -58,13 +58,17 @@ describe.each(['memory', 'redis'] as const)('with the %s store', (store) => {
 });
 
 describe('with the redis store, every API process counts against one budget', () => {
-  it('spends a key\'s burst across two processes', async () => {
+  it("spends a key's burst across two processes", async () => {
     const config = testConfig({ ...THROTTLE, RATE_LIMIT_STORE: 'redis' });
-    const [one, two] = await Promise.all([startTestApi({ config, queues: false }), startTestApi({ config, queues: false })]);
+    const [one, two] = await Promise.all([
+      startTestApi({ config, queues: false }),
+      startTestApi({ config, queues: false }),
+    ]);
     try {
       const org = await createTestOrg(one.db);
       const statuses: number[] = [];
-      for (let i = 0; i < 3; i += 1) statuses.push((await list(one, org.admin)).status, (await list(two, org.admin)).status);
+      for (let i = 0; i < 3; i += 1)
+        statuses.push((await list(one, org.admin)).status, (await list(two, org.admin)).status);
       expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
     } finally {
       await Promise.all([one.close(), two.close()]);
@@ -74,7 +78,10 @@ describe('with the redis store, every API process counts against one budget', ()
 
 describe('API_RATE_LIMIT_PER_SECOND=0', () => {
   it('turns throttling off', async () => {
-    const api = await startTestApi({ env: { API_RATE_LIMIT_PER_SECOND: '0', API_RATE_LIMIT_BURST: '1' }, queues: false });
+    const api = await startTestApi({
+      env: { API_RATE_LIMIT_PER_SECOND: '0', API_RATE_LIMIT_BURST: '1' },
+      queues: false,
+    });
     try {
       const org = await createTestOrg(api.db);
       const statuses = await Promise.all(Array.from({ length: 30 }, () => list(api, org.admin).then((r) => r.status)));

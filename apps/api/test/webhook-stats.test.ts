@@ -17,7 +17,10 @@ afterAll(async () => {
 const HOUR = 3_600_000;
 
 async function createWebhook(): Promise<string> {
-  const r = await api.call('POST', '/webhooks', { key: org.admin, body: { name: 'stats', url: 'https://93.184.215.14/hook', events: ['*'] } });
+  const r = await api.call('POST', '/webhooks', {
+    key: org.admin,
+    body: { name: 'stats', url: 'https://93.184.215.14/hook', events: ['*'] },
+  });
   expect(r.status).toBe(201);
   return r.body.id;
 }
@@ -26,13 +29,30 @@ async function createWebhook(): Promise<string> {
  * A delivery created at `createdAt` in `status`, with attempts of the given durations: the first then, each next an
  * hour later.
  */
-async function delivery(webhookId: string, createdAt: Date, status: 'pending' | 'retrying' | 'succeeded' | 'failed', durations: number[]) {
+async function delivery(
+  webhookId: string,
+  createdAt: Date,
+  status: 'pending' | 'retrying' | 'succeeded' | 'failed',
+  durations: number[],
+) {
   const id = randomUUID();
   await api.db.delivery.create({
-    data: { id, orgId: org.orgId, webhookId, status, eventIds: [randomUUID()], eventCount: 1, bodyEncrypted: 'x', createdAt, attemptCount: durations.length },
+    data: {
+      id,
+      orgId: org.orgId,
+      webhookId,
+      status,
+      eventIds: [randomUUID()],
+      eventCount: 1,
+      bodyEncrypted: 'x',
+      createdAt,
+      attemptCount: durations.length,
+    },
   });
   for (const [i, durationMs] of durations.entries()) {
-    await api.db.deliveryAttempt.create({ data: { deliveryId: id, webhookId, at: new Date(createdAt.getTime() + i * HOUR), statusCode: 200, durationMs } });
+    await api.db.deliveryAttempt.create({
+      data: { deliveryId: id, webhookId, at: new Date(createdAt.getTime() + i * HOUR), statusCode: 200, durationMs },
+    });
   }
 }
 
@@ -57,12 +77,38 @@ describe('GET /webhooks/{id}/stats', () => {
     expect(r.status).toBe(200);
     const buckets = r.body.buckets;
     expect(buckets).toHaveLength(24);
-    expect(buckets.map((b: { start: string }) => b.start)).toEqual(Array.from({ length: 24 }, (_, i) => new Date(thisHour - (23 - i) * HOUR).toISOString()));
+    expect(buckets.map((b: { start: string }) => b.start)).toEqual(
+      Array.from({ length: 24 }, (_, i) => new Date(thisHour - (23 - i) * HOUR).toISOString()),
+    );
     // Attempts by hour: 2 h ago 10, 20, 50; 1 h ago 30, 60; this hour 40, 100. Percentiles interpolate
     // (percentile_cont).
-    expect(buckets[21]).toEqual({ start: at(2, 0).toISOString(), deliveries: 3, succeeded: 1, failed: 1, attempts: 3, p50_ms: 20, p99_ms: 49 });
-    expect(buckets[22]).toEqual({ start: at(1, 0).toISOString(), deliveries: 0, succeeded: 0, failed: 0, attempts: 2, p50_ms: 45, p99_ms: 60 });
-    expect(buckets[23]).toEqual({ start: at(0, 0).toISOString(), deliveries: 2, succeeded: 1, failed: 0, attempts: 2, p50_ms: 70, p99_ms: 99 });
+    expect(buckets[21]).toEqual({
+      start: at(2, 0).toISOString(),
+      deliveries: 3,
+      succeeded: 1,
+      failed: 1,
+      attempts: 3,
+      p50_ms: 20,
+      p99_ms: 49,
+    });
+    expect(buckets[22]).toEqual({
+      start: at(1, 0).toISOString(),
+      deliveries: 0,
+      succeeded: 0,
+      failed: 0,
+      attempts: 2,
+      p50_ms: 45,
+      p99_ms: 60,
+    });
+    expect(buckets[23]).toEqual({
+      start: at(0, 0).toISOString(),
+      deliveries: 2,
+      succeeded: 1,
+      failed: 0,
+      attempts: 2,
+      p50_ms: 70,
+      p99_ms: 99,
+    });
     expect(buckets.slice(0, 21).every((b: { deliveries: number }) => b.deliveries === 0)).toBe(true);
 
     const week = await api.call('GET', `/webhooks/${webhookId}/stats?hours=168`, { key: org.admin });
@@ -77,13 +123,22 @@ describe('GET /webhooks/{id}/stats', () => {
     const thisHour = Math.floor(Date.now() / HOUR) * HOUR;
     await delivery(webhookId, new Date(thisHour - 3 * HOUR), 'succeeded', [10, 30]);
     await delivery(webhookId, new Date(thisHour), 'succeeded', [100]);
-    const stats = async () => (await api.call('GET', `/webhooks/${webhookId}/stats?hours=4`, { key: org.admin })).body.buckets;
+    const stats = async () =>
+      (await api.call('GET', `/webhooks/${webhookId}/stats?hours=4`, { key: org.admin })).body.buckets;
     const first = await stats();
     expect(first.map((b: { attempts: number }) => b.attempts)).toEqual([1, 1, 0, 1]);
 
     // An attempt written behind the service's back into a past hour (attempts never land there once it is settled)
     // shows that hour is not computed again; one in the current hour shows it is.
-    await api.db.deliveryAttempt.create({ data: { deliveryId: (await api.db.delivery.findFirstOrThrow({ where: { webhookId } })).id, webhookId, at: new Date(thisHour - 3 * HOUR + 60_000), statusCode: 200, durationMs: 5_000 } });
+    await api.db.deliveryAttempt.create({
+      data: {
+        deliveryId: (await api.db.delivery.findFirstOrThrow({ where: { webhookId } })).id,
+        webhookId,
+        at: new Date(thisHour - 3 * HOUR + 60_000),
+        statusCode: 200,
+        durationMs: 5_000,
+      },
+    });
     await delivery(webhookId, new Date(Date.now() - 1), 'pending', [7]);
     const second = await stats();
     expect(second[0]).toEqual(first[0]);
@@ -93,12 +148,24 @@ describe('GET /webhooks/{id}/stats', () => {
   it('answers what the statements compute over the whole window, cached or not', async () => {
     const webhookId = await createWebhook();
     const thisHour = Math.floor(Date.now() / HOUR) * HOUR;
-    for (let h = 0; h < 30; h += 3) await delivery(webhookId, new Date(thisHour - h * HOUR + 60_000), h % 2 ? 'failed' : 'succeeded', [h + 1, 2 * h + 5]);
+    for (let h = 0; h < 30; h += 3)
+      await delivery(webhookId, new Date(thisHour - h * HOUR + 60_000), h % 2 ? 'failed' : 'succeeded', [
+        h + 1,
+        2 * h + 5,
+      ]);
     const pool = sqlPool(api.db);
     const from = new Date(thisHour - 47 * HOUR);
     const direct = async () => {
-      const [deliveries, attempts] = await Promise.all([webhookDeliveryCounts(pool, webhookId, from, 48), webhookAttemptStats(pool, webhookId, from, 48)]);
-      return deliveries.map((d, i) => ({ ...d, attempts: attempts[i]!.attempts, p50Ms: attempts[i]!.p50Ms, p99Ms: attempts[i]!.p99Ms }));
+      const [deliveries, attempts] = await Promise.all([
+        webhookDeliveryCounts(pool, webhookId, from, 48),
+        webhookAttemptStats(pool, webhookId, from, 48),
+      ]);
+      return deliveries.map((d, i) => ({
+        ...d,
+        attempts: attempts[i]!.attempts,
+        p50Ms: attempts[i]!.p50Ms,
+        p99Ms: attempts[i]!.p99Ms,
+      }));
     };
     const cache = new WebhookStats(15_000);
     const fresh = await cache.hours(pool, webhookId, from, 48);

@@ -30,17 +30,29 @@ async function create(body: Record<string, unknown>) {
 }
 
 // What the worker runs hourly (apps/worker/src/certificate-expiry.ts).
-const warnExpiringCertificates = (pool: ReturnType<typeof sqlPool>) => warnExpiringClientCertificates(pool, new Date(), CLIENT_CERTIFICATE_WARNING_DAYS);
-const patch = (id: string, body: Record<string, unknown>) => api.call('PATCH', `/webhooks/${id}`, { key: org.admin, body });
+const warnExpiringCertificates = (pool: ReturnType<typeof sqlPool>) =>
+  warnExpiringClientCertificates(pool, new Date(), CLIENT_CERTIFICATE_WARNING_DAYS);
+const patch = (id: string, body: Record<string, unknown>) =>
+  api.call('PATCH', `/webhooks/${id}`, { key: org.admin, body });
 
 describe('client_certificate (CONTRACT 18)', () => {
   it('is stored encrypted and returned only as fingerprint and expiry', async () => {
     const created = await create({ client_certificate: { cert: first.certPem, key: first.keyPem } });
-    expect(created.client_certificate).toEqual({ fingerprint_sha256: fingerprint(first.certPem), not_after: new Date(new X509Certificate(first.certPem).validTo).toISOString() });
+    expect(created.client_certificate).toEqual({
+      fingerprint_sha256: fingerprint(first.certPem),
+      not_after: new Date(new X509Certificate(first.certPem).validTo).toISOString(),
+    });
     expect(JSON.stringify(created)).not.toContain('BEGIN');
     const row = await api.db.webhook.findUniqueOrThrow({ where: { id: created.id } });
     expect(row.clientCertificateEncrypted).not.toContain('BEGIN');
-    expect(JSON.parse(box.decrypt(row.clientCertificateEncrypted!, { column: 'webhooks.client_certificate_encrypted', row: created.id }))).toEqual({ cert: first.certPem, key: first.keyPem });
+    expect(
+      JSON.parse(
+        box.decrypt(row.clientCertificateEncrypted!, {
+          column: 'webhooks.client_certificate_encrypted',
+          row: created.id,
+        }),
+      ),
+    ).toEqual({ cert: first.certPem, key: first.keyPem });
     const got = await api.call('GET', `/webhooks/${created.id}`, { key: org.admin });
     expect(got.body.client_certificate.fingerprint_sha256).toBe(fingerprint(first.certPem));
   });
@@ -57,39 +69,70 @@ describe('client_certificate (CONTRACT 18)', () => {
     expect(removed.body.client_certificate).toBeNull();
     const row = await api.db.webhook.findUniqueOrThrow({ where: { id: created.id } });
     expect(row.clientCertificateEncrypted).toBeNull();
-    const events = await api.db.auditEvent.findMany({ where: { orgId: org.orgId, resourceId: created.id, action: 'webhook.updated' } });
+    const events = await api.db.auditEvent.findMany({
+      where: { orgId: org.orgId, resourceId: created.id, action: 'webhook.updated' },
+    });
     const diffs = JSON.stringify(events.map((e) => e.changes));
     expect(diffs).toContain(fingerprint(second.certPem));
     expect(diffs).not.toContain('BEGIN');
   });
 
   it.each([
-    ['does not parse', () => ({ cert: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----', key: first.keyPem }), /does not parse/],
+    [
+      'does not parse',
+      () => ({ cert: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----', key: first.keyPem }),
+      /does not parse/,
+    ],
     ['does not match its key', () => ({ cert: first.certPem, key: second.keyPem }), /does not match/],
-    ['has expired', () => {
-      const old = ca.issue({ notBefore: new Date(Date.now() - 5 * 86_400_000), notAfter: new Date(Date.now() - 60_000) });
-      return { cert: old.certPem, key: old.keyPem };
-    }, /expired/],
-  ])('refuses a certificate that %s with 422 on client_certificate, on create and on PATCH', async (_name, make, message) => {
-    const certificate = make();
-    const created = await api.call('POST', '/webhooks', { key: org.admin, body: { ...base, client_certificate: certificate } });
-    expect(created.status).toBe(422);
-    expect(created.body.error.details).toEqual([{ path: 'client_certificate', message: expect.stringMatching(message) }]);
-    expect(JSON.stringify(created.body)).not.toContain('PRIVATE KEY');
-    const id = (await create({})).id;
-    const patched = await patch(id, { client_certificate: certificate });
-    expect(patched.status).toBe(422);
-    expect(patched.body.error.details[0].path).toBe('client_certificate');
-  });
+    [
+      'has expired',
+      () => {
+        const old = ca.issue({
+          notBefore: new Date(Date.now() - 5 * 86_400_000),
+          notAfter: new Date(Date.now() - 60_000),
+        });
+        return { cert: old.certPem, key: old.keyPem };
+      },
+      /expired/,
+    ],
+  ])(
+    'refuses a certificate that %s with 422 on client_certificate, on create and on PATCH',
+    async (_name, make, message) => {
+      const certificate = make();
+      const created = await api.call('POST', '/webhooks', {
+        key: org.admin,
+        body: { ...base, client_certificate: certificate },
+      });
+      expect(created.status).toBe(422);
+      expect(created.body.error.details).toEqual([
+        { path: 'client_certificate', message: expect.stringMatching(message) },
+      ]);
+      expect(JSON.stringify(created.body)).not.toContain('PRIVATE KEY');
+      const id = (await create({})).id;
+      const patched = await patch(id, { client_certificate: certificate });
+      expect(patched.status).toBe(422);
+      expect(patched.body.error.details[0].path).toBe('client_certificate');
+    },
+  );
 
   it('refuses a client key outside EC P-256/P-384, Ed25519 and RSA 2048-4096 with 422 naming the field', async () => {
     const weak = selfSignedWithKey('rsa:1024');
-    const created = await api.call('POST', '/webhooks', { key: org.admin, body: { ...base, client_certificate: weak } });
+    const created = await api.call('POST', '/webhooks', {
+      key: org.admin,
+      body: { ...base, client_certificate: weak },
+    });
     expect(created.status).toBe(422);
-    expect(created.body.error.details).toEqual([{ path: 'client_certificate.cert', message: expect.stringMatching(/RSA key of 1024 bits is not supported/) }]);
-    const mixed = await api.call('POST', '/webhooks', { key: org.admin, body: { ...base, client_certificate: { cert: first.certPem, key: weak.key } } });
+    expect(created.body.error.details).toEqual([
+      { path: 'client_certificate.cert', message: expect.stringMatching(/RSA key of 1024 bits is not supported/) },
+    ]);
+    const mixed = await api.call('POST', '/webhooks', {
+      key: org.admin,
+      body: { ...base, client_certificate: { cert: first.certPem, key: weak.key } },
+    });
     expect(mixed.status).toBe(422);
-    expect(mixed.body.error.details).toEqual([{ path: 'client_certificate.key', message: expect.stringMatching(/RSA key of 1024 bits/) }]);
+    expect(mixed.body.error.details).toEqual([
+      { path: 'client_certificate.key', message: expect.stringMatching(/RSA key of 1024 bits/) },
+    ]);
     expect(JSON.stringify([created.body, mixed.body])).not.toContain('PRIVATE KEY');
   });
 
@@ -101,10 +144,17 @@ describe('client_certificate (CONTRACT 18)', () => {
 
     const refused = await patch(created.id, { url: 'https://siem.example.com/in' });
     expect(refused.status).toBe(422);
-    expect(refused.body.error.details).toEqual([{ path: 'client_certificate', message: "must be supplied again (or set to null) when the URL's origin changes" }]);
-    expect((await api.call('GET', `/webhooks/${created.id}`, { key: org.admin })).body.url).toMatch(/^https:\/\/hooks\.example\.com\//);
+    expect(refused.body.error.details).toEqual([
+      { path: 'client_certificate', message: "must be supplied again (or set to null) when the URL's origin changes" },
+    ]);
+    expect((await api.call('GET', `/webhooks/${created.id}`, { key: org.admin })).body.url).toMatch(
+      /^https:\/\/hooks\.example\.com\//,
+    );
 
-    const moved = await patch(created.id, { url: 'https://siem.example.com/in', client_certificate: { cert: second.certPem, key: second.keyPem } });
+    const moved = await patch(created.id, {
+      url: 'https://siem.example.com/in',
+      client_certificate: { cert: second.certPem, key: second.keyPem },
+    });
     expect(moved.status).toBe(200);
     expect(moved.body.client_certificate.fingerprint_sha256).toBe(fingerprint(second.certPem));
     const removed = await patch(created.id, { url: 'https://hooks.example.com/in', client_certificate: null });
@@ -118,7 +168,10 @@ describe('client_certificate (CONTRACT 18)', () => {
     const soon = ca.issue({ commonName: 'soon', notAfter: new Date(Date.now() + 10 * 86_400_000) });
     const created = await create({ name: 'expiring', client_certificate: { cert: soon.certPem, key: soon.keyPem } });
     const pool = sqlPool(api.db);
-    const notices = () => api.db.notification.findMany({ where: { orgId: org.orgId, webhookId: created.id, kind: 'client_certificate_expiring' } });
+    const notices = () =>
+      api.db.notification.findMany({
+        where: { orgId: org.orgId, webhookId: created.id, kind: 'client_certificate_expiring' },
+      });
     // Two workers at once, and the next day's run, warn once.
     await Promise.all([warnExpiringCertificates(pool), warnExpiringCertificates(pool)]);
     await warnExpiringCertificates(pool);

@@ -68,7 +68,11 @@ const fieldRules: [string, Record<string, unknown>, string][] = [
   ['rate_limit_per_second fractional', { rate_limit_per_second: 2.5 }, 'rate_limit_per_second'],
   ['rate_limit_per_second as a string', { rate_limit_per_second: '50' }, 'rate_limit_per_second'],
   ['client_certificate not an object', { client_certificate: 'PEM' }, 'client_certificate'],
-  ['client_certificate that does not parse', { client_certificate: { cert: 'not a certificate', key: 'not a key' } }, 'client_certificate'],
+  [
+    'client_certificate that does not parse',
+    { client_certificate: { cert: 'not a certificate', key: 'not a key' } },
+    'client_certificate',
+  ],
 ];
 
 describe('422 validation_error per field rule', () => {
@@ -96,10 +100,16 @@ describe('422 validation_error per field rule', () => {
   });
 
   it('PATCH refuses a blank value for a variable or header that has nothing stored', async () => {
-    const vars = await api.call('PATCH', `/webhooks/${webhookId}`, { key: org.admin, body: { vars: { KEPT: '', NEW: '' } } });
+    const vars = await api.call('PATCH', `/webhooks/${webhookId}`, {
+      key: org.admin,
+      body: { vars: { KEPT: '', NEW: '' } },
+    });
     expect(vars.status).toBe(422);
     expect(vars.body.error.details).toEqual([{ path: 'vars.NEW', message: expect.stringContaining('none is stored') }]);
-    const headers = await api.call('PATCH', `/webhooks/${webhookId}`, { key: org.admin, body: { headers: { 'X-New': '' } } });
+    const headers = await api.call('PATCH', `/webhooks/${webhookId}`, {
+      key: org.admin,
+      body: { headers: { 'X-New': '' } },
+    });
     expect(headers.status).toBe(422);
     expect(headers.body.error.details[0].path).toBe('headers.X-New');
   });
@@ -147,8 +157,14 @@ describe('400 bad_request', () => {
 describe('404 not_found', () => {
   const unknown = '6a0e0d7c-0000-4000-8000-000000000000';
   it.each([
-    ['GET', ''], ['PATCH', ''], ['DELETE', ''], ['POST', '/rotate-secret'], ['POST', '/enable'],
-    ['POST', '/disable'], ['POST', '/pause'], ['POST', '/resume'],
+    ['GET', ''],
+    ['PATCH', ''],
+    ['DELETE', ''],
+    ['POST', '/rotate-secret'],
+    ['POST', '/enable'],
+    ['POST', '/disable'],
+    ['POST', '/pause'],
+    ['POST', '/resume'],
   ])('%s /webhooks/{unknown}%s', async (method, suffix) => {
     const body = method === 'PATCH' ? { name: 'x' } : undefined;
     const r = await api.call(method, `/webhooks/${unknown}${suffix}`, { key: org.admin, body });
@@ -156,11 +172,14 @@ describe('404 not_found', () => {
     expectErrorShape(r.body, 'not_found');
   });
 
-  it.each(['not-a-uuid', '123', '6a0e0d7c-0000-4000-8000-00000000000'])('a malformed id (%s) is a 404 too', async (id) => {
-    const r = await api.call('GET', `/webhooks/${id}`, { key: org.admin });
-    expect(r.status).toBe(404);
-    expectErrorShape(r.body, 'not_found');
-  });
+  it.each(['not-a-uuid', '123', '6a0e0d7c-0000-4000-8000-00000000000'])(
+    'a malformed id (%s) is a 404 too',
+    async (id) => {
+      const r = await api.call('GET', `/webhooks/${id}`, { key: org.admin });
+      expect(r.status).toBe(404);
+      expectErrorShape(r.body, 'not_found');
+    },
+  );
 
   it('an unknown route is a 404 in the same shape', async () => {
     const r = await api.call('GET', '/nothing-here', { key: org.admin });
@@ -182,7 +201,10 @@ describe('409 conflict and 413 payload_too_large', () => {
   });
 
   it('a body over 1 MB is refused before validation', async () => {
-    const r = await api.call('POST', '/webhooks', { key: org.admin, body: { ...base, template: 'x'.repeat(1_100_000) } });
+    const r = await api.call('POST', '/webhooks', {
+      key: org.admin,
+      body: { ...base, template: 'x'.repeat(1_100_000) },
+    });
     expect(r.status).toBe(413);
     expectErrorShape(r.body, 'payload_too_large');
   });
@@ -190,7 +212,9 @@ describe('409 conflict and 413 payload_too_large', () => {
 
 describe('500 internal', () => {
   it('never carries a stack or the cause when a dependency fails', async () => {
-    const broken = await startTestApi({ env: { DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/gatehook_no_such_database' } });
+    const broken = await startTestApi({
+      env: { DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/gatehook_no_such_database' },
+    });
     try {
       const r = await broken.call('GET', '/webhooks', { key: org.admin });
       expect(r.status).toBe(500);

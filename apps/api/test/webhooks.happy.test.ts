@@ -56,8 +56,12 @@ describe('POST /webhooks', () => {
     const row = await api.db.webhook.findUniqueOrThrow({ where: { id: created.id } });
     expect(box.decrypt(row.urlEncrypted, { column: 'webhooks.url_encrypted', row: row.id })).toBe(base.url);
     expect(box.decrypt(row.secretEncrypted, { column: 'webhooks.secret_encrypted', row: row.id })).toBe(created.secret);
-    expect(box.decryptMap(row.varsEncrypted!, { column: 'webhooks.vars_encrypted', row: row.id })).toEqual({ TOKEN: 't0k' });
-    expect(box.decryptMap(row.headersEncrypted!, { column: 'webhooks.headers_encrypted', row: row.id })).toEqual({ 'X-Api-Key': 'k3y' });
+    expect(box.decryptMap(row.varsEncrypted!, { column: 'webhooks.vars_encrypted', row: row.id })).toEqual({
+      TOKEN: 't0k',
+    });
+    expect(box.decryptMap(row.headersEncrypted!, { column: 'webhooks.headers_encrypted', row: row.id })).toEqual({
+      'X-Api-Key': 'k3y',
+    });
 
     const [event] = await auditEvents(created.id);
     expect(event).toMatchObject({ action: 'webhook.created', actorType: 'user', resourceType: 'webhook', changes: [] });
@@ -75,7 +79,12 @@ describe('POST /webhooks', () => {
       max_events: 100,
       template: '{"event": {{ json .Payload }}}',
     });
-    expect(created).toMatchObject({ url: 'https://siem.example.com:8443/…bulk', destination: 'splunk', format: 'ndjson', max_events: 100 });
+    expect(created).toMatchObject({
+      url: 'https://siem.example.com:8443/…bulk',
+      destination: 'splunk',
+      format: 'ndjson',
+      max_events: 100,
+    });
   });
 });
 
@@ -115,19 +124,40 @@ describe('GET /webhooks', () => {
 
 describe('PATCH /webhooks/{id}', () => {
   it('changes only the fields present and records a diff without secret values', async () => {
-    const created = await create({ ...base, vars: { A: 'secret-a1', B: 'secret-b1' }, headers: { 'X-One': 'secret-h1', 'X-Two': 'secret-h2' } });
+    const created = await create({
+      ...base,
+      vars: { A: 'secret-a1', B: 'secret-b1' },
+      headers: { 'X-One': 'secret-h1', 'X-Two': 'secret-h2' },
+    });
     const r = await api.call('PATCH', `/webhooks/${created.id}`, {
       key: org.admin,
-      body: { name: 'Renamed', max_events: 10, format: 'array', vars: { A: '', C: 'secret-c1' }, headers: { 'X-One': 'secret-h1-new' } },
+      body: {
+        name: 'Renamed',
+        max_events: 10,
+        format: 'array',
+        vars: { A: '', C: 'secret-c1' },
+        headers: { 'X-One': 'secret-h1-new' },
+      },
     });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ name: 'Renamed', max_events: 10, format: 'array', events: base.events, url: created.url });
+    expect(r.body).toMatchObject({
+      name: 'Renamed',
+      max_events: 10,
+      format: 'array',
+      events: base.events,
+      url: created.url,
+    });
     expect(r.body.vars).toEqual({ A: '', C: '' });
     expect(r.body.headers).toEqual({ 'X-One': '' });
 
     const row = await api.db.webhook.findUniqueOrThrow({ where: { id: created.id } });
-    expect(box.decryptMap(row.varsEncrypted!, { column: 'webhooks.vars_encrypted', row: row.id })).toEqual({ A: 'secret-a1', C: 'secret-c1' });
-    expect(box.decryptMap(row.headersEncrypted!, { column: 'webhooks.headers_encrypted', row: row.id })).toEqual({ 'X-One': 'secret-h1-new' });
+    expect(box.decryptMap(row.varsEncrypted!, { column: 'webhooks.vars_encrypted', row: row.id })).toEqual({
+      A: 'secret-a1',
+      C: 'secret-c1',
+    });
+    expect(box.decryptMap(row.headersEncrypted!, { column: 'webhooks.headers_encrypted', row: row.id })).toEqual({
+      'X-One': 'secret-h1-new',
+    });
     expect(box.decrypt(row.urlEncrypted, { column: 'webhooks.url_encrypted', row: row.id })).toBe(base.url);
 
     const updated = (await auditEvents(created.id)).filter((e) => e.action === 'webhook.updated');
@@ -141,7 +171,8 @@ describe('PATCH /webhooks/{id}', () => {
     ]);
     // Secret values are not hex, so no id in the event can contain one by chance ("c1" once matched a uuid).
     const text = JSON.stringify(updated);
-    for (const secret of ['secret-a1', 'secret-b1', 'secret-c1', 'secret-h1', 'secret-h2']) expect(text).not.toContain(`"${secret}`);
+    for (const secret of ['secret-a1', 'secret-b1', 'secret-c1', 'secret-h1', 'secret-h2'])
+      expect(text).not.toContain(`"${secret}`);
   });
 
   it('keeps the URL when blank, replaces it when given, and audits masks only', async () => {
@@ -151,11 +182,16 @@ describe('PATCH /webhooks/{id}', () => {
     expect(blank.body.url).toBe(created.url);
     expect((await auditEvents(created.id)).filter((e) => e.action === 'webhook.updated')).toHaveLength(0);
 
-    const moved = await api.call('PATCH', `/webhooks/${created.id}`, { key: org.admin, body: { url: 'https://siem.example.com/new/path9876' } });
+    const moved = await api.call('PATCH', `/webhooks/${created.id}`, {
+      key: org.admin,
+      body: { url: 'https://siem.example.com/new/path9876' },
+    });
     expect(moved.status).toBe(200);
     expect(moved.body.url).toBe('https://siem.example.com/…9876');
     const row = await api.db.webhook.findUniqueOrThrow({ where: { id: created.id } });
-    expect(box.decrypt(row.urlEncrypted, { column: 'webhooks.url_encrypted', row: row.id })).toBe('https://siem.example.com/new/path9876');
+    expect(box.decrypt(row.urlEncrypted, { column: 'webhooks.url_encrypted', row: row.id })).toBe(
+      'https://siem.example.com/new/path9876',
+    );
     const [event] = (await auditEvents(created.id)).filter((e) => e.action === 'webhook.updated');
     expect(event!.changes).toEqual([{ field: 'url', old: created.url, new: 'https://siem.example.com/…9876' }]);
   });
@@ -165,7 +201,10 @@ describe('PATCH /webhooks/{id}', () => {
     const untouched = await api.call('PATCH', `/webhooks/${created.id}`, { key: org.admin, body: { name: 'Other' } });
     expect(untouched.body.vars).toEqual({ A: '' });
     expect(untouched.body.headers).toEqual({ 'X-A': '' });
-    const cleared = await api.call('PATCH', `/webhooks/${created.id}`, { key: org.admin, body: { vars: {}, headers: {} } });
+    const cleared = await api.call('PATCH', `/webhooks/${created.id}`, {
+      key: org.admin,
+      body: { vars: {}, headers: {} },
+    });
     expect(cleared.body.vars).toEqual({});
     expect(cleared.body.headers).toEqual({});
   });
@@ -174,10 +213,20 @@ describe('PATCH /webhooks/{id}', () => {
     const created = await create();
     const r = await api.call('PATCH', `/webhooks/${created.id}`, {
       key: org.admin,
-      body: { events: ['anomaly_finding.created', 'policy.created'], condition: 'event.payload.severity == "high"', template: '{}', destination: 'slack' },
+      body: {
+        events: ['anomaly_finding.created', 'policy.created'],
+        condition: 'event.payload.severity == "high"',
+        template: '{}',
+        destination: 'slack',
+      },
     });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ events: ['anomaly_finding.created', 'policy.created'], condition: 'event.payload.severity == "high"', template: '{}', destination: 'slack' });
+    expect(r.body).toMatchObject({
+      events: ['anomaly_finding.created', 'policy.created'],
+      condition: 'event.payload.severity == "high"',
+      template: '{}',
+      destination: 'slack',
+    });
     const back = await api.call('PATCH', `/webhooks/${created.id}`, { key: org.admin, body: { destination: null } });
     expect(back.body.destination).toBeNull();
   });
@@ -209,7 +258,9 @@ describe('POST /webhooks/{id}/rotate-secret', () => {
 
     const row = await api.db.webhook.findUniqueOrThrow({ where: { id: created.id } });
     expect(box.decrypt(row.secretEncrypted, { column: 'webhooks.secret_encrypted', row: row.id })).toBe(r.body.secret);
-    expect(box.decrypt(row.previousSecretEncrypted!, { column: 'webhooks.previous_secret_encrypted', row: row.id })).toBe(created.secret);
+    expect(
+      box.decrypt(row.previousSecretEncrypted!, { column: 'webhooks.previous_secret_encrypted', row: row.id }),
+    ).toBe(created.secret);
     const events = await auditEvents(created.id);
     const rotated = events.find((e) => e.action === 'webhook.secret_rotated')!;
     expect(rotated.changes).toEqual([]);
@@ -224,7 +275,10 @@ describe('status operations', () => {
     expect(disable.body).toMatchObject({ status: 'disabled', disabled_reason: 'manual' });
 
     // A circuit-broken webhook with a failure streak: enable clears both.
-    await api.db.webhook.update({ where: { id: created.id }, data: { disabledReason: 'circuit_breaker', failingSince: new Date(Date.now() - 1000) } });
+    await api.db.webhook.update({
+      where: { id: created.id },
+      data: { disabledReason: 'circuit_breaker', failingSince: new Date(Date.now() - 1000) },
+    });
     const enable = await api.call('POST', `/webhooks/${created.id}/enable`, { key: org.admin });
     expect(enable.body).toMatchObject({ status: 'active', disabled_reason: null, failing_since: null });
 
@@ -260,7 +314,9 @@ describe('catalogue, health and OpenAPI', () => {
     expect(r.status).toBe(200);
     const finding = r.body.items.find((t: { action: string }) => t.action === 'anomaly_finding.created');
     expect(finding.payload_fields).toEqual(['severity', 'score', 'detector', 'subject']);
-    expect(r.body.items.map((t: { action: string }) => t.action)).toEqual(expect.arrayContaining(['webhook.test', 'webhook.disabled', 'gateway.tool.error']));
+    expect(r.body.items.map((t: { action: string }) => t.action)).toEqual(
+      expect.arrayContaining(['webhook.test', 'webhook.disabled', 'gateway.tool.error']),
+    );
   });
 
   it('/healthz and /readyz answer without a key', async () => {
@@ -273,14 +329,28 @@ describe('catalogue, health and OpenAPI', () => {
     expect(r.status).toBe(200);
     expect(r.body.openapi).toBe('3.1.0');
     const paths = Object.keys(r.body.paths);
-    expect(paths).toEqual(expect.arrayContaining([
-      '/webhooks', '/webhooks/{id}', '/webhooks/{id}/rotate-secret', '/webhooks/{id}/enable', '/webhooks/{id}/disable',
-      '/webhooks/{id}/pause', '/webhooks/{id}/resume', '/event-types', '/healthz', '/readyz',
-    ]));
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        '/webhooks',
+        '/webhooks/{id}',
+        '/webhooks/{id}/rotate-secret',
+        '/webhooks/{id}/enable',
+        '/webhooks/{id}/disable',
+        '/webhooks/{id}/pause',
+        '/webhooks/{id}/resume',
+        '/event-types',
+        '/healthz',
+        '/readyz',
+      ]),
+    );
     const createBody = r.body.paths['/webhooks'].post.requestBody.content['application/json'].schema;
     expect(createBody.required).toEqual(['name', 'url', 'events']);
     expect(createBody.properties.max_events).toMatchObject({ minimum: 1, maximum: 100 });
     expect(createBody.additionalProperties).toBe(false);
-    expect(r.body.paths['/webhooks'].get.parameters.map((p: { name: string }) => p.name)).toEqual(['limit', 'cursor', 'status']);
+    expect(r.body.paths['/webhooks'].get.parameters.map((p: { name: string }) => p.name)).toEqual([
+      'limit',
+      'cursor',
+      'status',
+    ]);
   });
 });

@@ -22,7 +22,12 @@ beforeAll(async () => {
 });
 afterAll(() => api.close());
 
-type Route = { method: string; path: (id: string) => string; body?: unknown; access: 'admin' | 'manage_webhooks' | 'key' };
+type Route = {
+  method: string;
+  path: (id: string) => string;
+  body?: unknown;
+  access: 'admin' | 'manage_webhooks' | 'key';
+};
 const routes: Route[] = [
   { method: 'POST', path: () => '/webhooks', body: base, access: 'admin' },
   { method: 'GET', path: () => '/webhooks', access: 'manage_webhooks' },
@@ -48,21 +53,28 @@ const deliveryRoutes: Route[] = [
 ];
 
 describe('delivery routes', () => {
-  it.each(deliveryRoutes.map((r) => [label(r), r] as const))('%s: 401 without a key, 403 without manage_webhooks, 404 for another organisation', async (_label, route) => {
-    expect((await api.call(route.method, route.path(webhookId))).status).toBe(401);
-    const forbidden = await api.call(route.method, route.path(webhookId), { key: org.nobody });
-    expect(forbidden.status).toBe(403);
-    const foreign = await api.call(route.method, route.path(webhookId), { key: other.admin });
-    expect(foreign.status).toBe(404);
-    expect(foreign.body.error.message).toBe('Webhook not found');
-  });
+  it.each(deliveryRoutes.map((r) => [label(r), r] as const))(
+    '%s: 401 without a key, 403 without manage_webhooks, 404 for another organisation',
+    async (_label, route) => {
+      expect((await api.call(route.method, route.path(webhookId))).status).toBe(401);
+      const forbidden = await api.call(route.method, route.path(webhookId), { key: org.nobody });
+      expect(forbidden.status).toBe(403);
+      const foreign = await api.call(route.method, route.path(webhookId), { key: other.admin });
+      expect(foreign.status).toBe(404);
+      expect(foreign.body.error.message).toBe('Webhook not found');
+    },
+  );
 
-  it('GET /notifications needs an admin key and shows only the organisation\'s own', async () => {
+  it("GET /notifications needs an admin key and shows only the organisation's own", async () => {
     expect((await api.call('GET', '/notifications')).status).toBe(401);
     expect((await api.call('GET', '/notifications', { key: org.member })).status).toBe(403);
     const id = randomUUID();
-    await api.db.notification.create({ data: { id, orgId: org.orgId, kind: 'webhook_disabled', webhookId, message: 'm' } });
-    expect((await api.call('GET', '/notifications', { key: org.admin })).body.items.map((n: { id: string }) => n.id)).toContain(id);
+    await api.db.notification.create({
+      data: { id, orgId: org.orgId, kind: 'webhook_disabled', webhookId, message: 'm' },
+    });
+    expect(
+      (await api.call('GET', '/notifications', { key: org.admin })).body.items.map((n: { id: string }) => n.id),
+    ).toContain(id);
     expect((await api.call('GET', '/notifications', { key: other.admin })).body.items).toEqual([]);
   });
 });
@@ -77,7 +89,10 @@ describe('401 unauthorized on every route', () => {
     ].map(([name, header]) => [label(route), name, header, route] as const),
   );
   it.each(cases)('%s with %s', async (_label, _name, header, route) => {
-    const r = await api.call(route.method, route.path(webhookId), { body: route.body, headers: header ? { authorization: header } : {} });
+    const r = await api.call(route.method, route.path(webhookId), {
+      body: route.body,
+      headers: header ? { authorization: header } : {},
+    });
     expect(r.status).toBe(401);
     expect(r.body.error.code).toBe('unauthorized');
   });
@@ -111,7 +126,9 @@ describe('403 forbidden', () => {
     async (_label, route) => {
       const r = await api.call(route.method, route.path(webhookId), { key: org.nobody });
       expect(r.status).toBe(403);
-      const allowed = await api.call(route.method, route.path(webhookId), { key: await org.key('member', ['manage_webhooks']) });
+      const allowed = await api.call(route.method, route.path(webhookId), {
+        key: await org.key('member', ['manage_webhooks']),
+      });
       expect(allowed.status).toBe(200);
     },
   );
@@ -123,13 +140,16 @@ describe('403 forbidden', () => {
 });
 
 describe("another organisation's webhook is a 404", () => {
-  it.each(routes.filter((r) => r.path('x').includes('x')).map((r) => [label(r), r] as const))('%s', async (_label, route) => {
-    const r = await api.call(route.method, route.path(webhookId), { key: other.admin, body: route.body });
-    expect(r.status).toBe(404);
-    expect(r.body).toEqual({ error: { code: 'not_found', message: 'Webhook not found' } });
-  });
+  it.each(routes.filter((r) => r.path('x').includes('x')).map((r) => [label(r), r] as const))(
+    '%s',
+    async (_label, route) => {
+      const r = await api.call(route.method, route.path(webhookId), { key: other.admin, body: route.body });
+      expect(r.status).toBe(404);
+      expect(r.body).toEqual({ error: { code: 'not_found', message: 'Webhook not found' } });
+    },
+  );
 
-  it('lists show only the caller\'s organisation, and the webhook is untouched', async () => {
+  it("lists show only the caller's organisation, and the webhook is untouched", async () => {
     const list = await api.call('GET', '/webhooks', { key: other.admin });
     expect(list.body.items.map((w: { id: string }) => w.id)).not.toContain(webhookId);
     const mine = await api.call('GET', `/webhooks/${webhookId}`, { key: org.admin });
@@ -139,19 +159,63 @@ describe("another organisation's webhook is a 404", () => {
 
 // URL forms the address policy refuses, through the API (packages/egress has the exhaustive unit suite).
 const blockedUrls = [
-  'https://127.0.0.1/h', 'https://127.1.2.3/h', 'https://localhost/h', 'https://api.localhost/h', 'https://0.0.0.0/h',
-  'https://10.0.0.1/h', 'https://172.16.5.4/h', 'https://172.31.255.255/h', 'https://192.168.1.1/h', 'https://169.254.169.254/latest/meta-data',
-  'https://169.254.10.10/h', 'https://100.64.0.1/h', 'https://100.127.255.254/h', 'https://100.100.100.200/h', 'https://192.0.0.8/h',
-  'https://192.0.2.10/h', 'https://198.18.0.1/h', 'https://198.51.100.7/h', 'https://203.0.113.9/h', 'https://224.0.0.1/h',
-  'https://240.0.0.1/h', 'https://255.255.255.255/h', 'https://2130706433/h', 'https://0x7f000001/h', 'https://0177.0.0.1/h',
-  'https://0x7f.1/h', 'https://127.1/h', 'https://012.0.0.1/h', 'https://[::1]/h', 'https://[::]/h',
-  'https://[::ffff:127.0.0.1]/h', 'https://[::ffff:7f00:1]/h', 'https://[::ffff:a9fe:a9fe]/h', 'https://[::127.0.0.1]/h',
-  'https://[64:ff9b::a9fe:a9fe]/h', 'https://[64:ff9b:1::a00:1]/h', 'https://[2002:7f00:1::]/h', 'https://[2001:0::1]/h',
-  'https://[2001:db8::1]/h', 'https://[fc00::1]/h', 'https://[fd00:ec2::254]/h', 'https://[fe80::1]/h', 'https://[fec0::1]/h',
-  'https://[ff02::1]/h', 'https://[100::1]/h', 'https://metadata.google.internal/computeMetadata/v1/', 'https://printer.local/h',
-  'https://internal.example.com/h', 'https://rebind.example.com/h', 'https://metadata.example.com/h', 'https://nat64.example.com/h',
-  'https://cgnat.example.com/h', 'https://mapped.example.com/h', 'http://hooks.example.com/h', 'ftp://hooks.example.com/h',
-  'https://', 'not a url',
+  'https://127.0.0.1/h',
+  'https://127.1.2.3/h',
+  'https://localhost/h',
+  'https://api.localhost/h',
+  'https://0.0.0.0/h',
+  'https://10.0.0.1/h',
+  'https://172.16.5.4/h',
+  'https://172.31.255.255/h',
+  'https://192.168.1.1/h',
+  'https://169.254.169.254/latest/meta-data',
+  'https://169.254.10.10/h',
+  'https://100.64.0.1/h',
+  'https://100.127.255.254/h',
+  'https://100.100.100.200/h',
+  'https://192.0.0.8/h',
+  'https://192.0.2.10/h',
+  'https://198.18.0.1/h',
+  'https://198.51.100.7/h',
+  'https://203.0.113.9/h',
+  'https://224.0.0.1/h',
+  'https://240.0.0.1/h',
+  'https://255.255.255.255/h',
+  'https://2130706433/h',
+  'https://0x7f000001/h',
+  'https://0177.0.0.1/h',
+  'https://0x7f.1/h',
+  'https://127.1/h',
+  'https://012.0.0.1/h',
+  'https://[::1]/h',
+  'https://[::]/h',
+  'https://[::ffff:127.0.0.1]/h',
+  'https://[::ffff:7f00:1]/h',
+  'https://[::ffff:a9fe:a9fe]/h',
+  'https://[::127.0.0.1]/h',
+  'https://[64:ff9b::a9fe:a9fe]/h',
+  'https://[64:ff9b:1::a00:1]/h',
+  'https://[2002:7f00:1::]/h',
+  'https://[2001:0::1]/h',
+  'https://[2001:db8::1]/h',
+  'https://[fc00::1]/h',
+  'https://[fd00:ec2::254]/h',
+  'https://[fe80::1]/h',
+  'https://[fec0::1]/h',
+  'https://[ff02::1]/h',
+  'https://[100::1]/h',
+  'https://metadata.google.internal/computeMetadata/v1/',
+  'https://printer.local/h',
+  'https://internal.example.com/h',
+  'https://rebind.example.com/h',
+  'https://metadata.example.com/h',
+  'https://nat64.example.com/h',
+  'https://cgnat.example.com/h',
+  'https://mapped.example.com/h',
+  'http://hooks.example.com/h',
+  'ftp://hooks.example.com/h',
+  'https://',
+  'not a url',
 ];
 
 describe('the address policy on save', () => {
@@ -167,9 +231,14 @@ describe('the address policy on save', () => {
   });
 
   it('also rejects a blocked URL on PATCH and keeps the stored one', async () => {
-    const r = await api.call('PATCH', `/webhooks/${webhookId}`, { key: org.admin, body: { url: 'https://169.254.169.254/x' } });
+    const r = await api.call('PATCH', `/webhooks/${webhookId}`, {
+      key: org.admin,
+      body: { url: 'https://169.254.169.254/x' },
+    });
     expect(r.status).toBe(422);
-    expect((await api.call('GET', `/webhooks/${webhookId}`, { key: org.admin })).body.url).toBe('https://hooks.example.com/…m/in');
+    expect((await api.call('GET', `/webhooks/${webhookId}`, { key: org.admin })).body.url).toBe(
+      'https://hooks.example.com/…m/in',
+    );
   });
 });
 
@@ -208,7 +277,11 @@ describe('planted secrets', () => {
     await call('GET', '/webhooks', { key: org.admin });
     await call('PATCH', `/webhooks/${id}`, {
       key: org.admin,
-      body: { headers: { Authorization: `Bearer ${secrets.header2}` }, vars: { ROUTING_KEY: '', OTHER: secrets.varValue2 }, url: `https://hooks.example.com/v2?token=${secrets.url2Token}` },
+      body: {
+        headers: { Authorization: `Bearer ${secrets.header2}` },
+        vars: { ROUTING_KEY: '', OTHER: secrets.varValue2 },
+        url: `https://hooks.example.com/v2?token=${secrets.url2Token}`,
+      },
     });
     // Rejected edits that carry secrets must not echo them either.
     const rejected = await call('PATCH', `/webhooks/${id}`, {
@@ -239,7 +312,9 @@ describe('planted secrets', () => {
     const client = new Client({ connectionString: TEST_DATABASE_URL });
     await client.connect();
     try {
-      const tables = await client.query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = 'public'");
+      const tables = await client.query<{ tablename: string }>(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'public'",
+      );
       expect(tables.rows.map((t) => t.tablename)).toEqual(expect.arrayContaining(['webhooks', 'audit_events']));
       for (const { tablename } of tables.rows) {
         const dump = await client.query<{ row: string }>(`SELECT row_to_json(t)::text AS row FROM "${tablename}" t`);

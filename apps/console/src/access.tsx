@@ -33,7 +33,12 @@ export async function probeAccess(): Promise<Access> {
   return { admin, manageWebhooks, viewRules, manageRules };
 }
 
-const AccessContext = createContext<Access>({ admin: false, manageWebhooks: false, viewRules: false, manageRules: false });
+const AccessContext = createContext<Access>({
+  admin: false,
+  manageWebhooks: false,
+  viewRules: false,
+  manageRules: false,
+});
 
 export function useAccess(): Access {
   return useContext(AccessContext);

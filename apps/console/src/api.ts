@@ -47,8 +47,14 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
     parsed = undefined;
   }
   if (!response.ok) {
-    const error = (parsed as { error?: { code?: string; message?: string; details?: FieldIssue[] } } | undefined)?.error;
-    throw new ApiError(response.status, error?.code ?? 'unknown', error?.message ?? `The API answered ${response.status}.`, error?.details ?? []);
+    const error = (parsed as { error?: { code?: string; message?: string; details?: FieldIssue[] } } | undefined)
+      ?.error;
+    throw new ApiError(
+      response.status,
+      error?.code ?? 'unknown',
+      error?.message ?? `The API answered ${response.status}.`,
+      error?.details ?? [],
+    );
   }
   return parsed as T;
 }
@@ -60,7 +66,10 @@ export interface Page<T> {
 }
 
 export function query(params: Record<string, string | number | undefined | null>): string {
-  const entries = Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== '') as [string, string | number][];
+  const entries = Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== '') as [
+    string,
+    string | number,
+  ][];
   return entries.length === 0 ? '' : `?${new URLSearchParams(entries.map(([k, v]) => [k, String(v)])).toString()}`;
 }
 

@@ -19,7 +19,15 @@ export function DestinationLogo({ id, size = 28 }: { id: string | null; size?: n
   return (
     <svg width={size} height={size} viewBox="0 0 32 32" aria-hidden="true" focusable="false" className="logo">
       <rect width="32" height="32" rx="7" fill={mark.bg} />
-      <text x="16" y="21" textAnchor="middle" fontFamily="system-ui, sans-serif" fontWeight="700" fontSize={mark.letters.length > 1 ? 12 : 16} fill={mark.fg ?? '#fff'}>
+      <text
+        x="16"
+        y="21"
+        textAnchor="middle"
+        fontFamily="system-ui, sans-serif"
+        fontWeight="700"
+        fontSize={mark.letters.length > 1 ? 12 : 16}
+        fill={mark.fg ?? '#fff'}
+      >
         {mark.letters}
       </text>
     </svg>

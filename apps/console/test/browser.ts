@@ -28,7 +28,14 @@ export async function launch(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 }
 
@@ -38,7 +45,9 @@ const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 export async function axeViolations(page: Page): Promise<{ id: string; impact: string; nodes: string[] }[]> {
   // Evaluated as page-side source text: this file is type-checked for Node, without the DOM's types.
   if (!(await page.evaluate("'axe' in window"))) await page.addScriptTag({ content: axeSource });
-  const result = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] })")) as { violations: { id: string; impact: string; nodes: { target: string[] }[] }[] };
+  const result = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] })")) as {
+    violations: { id: string; impact: string; nodes: { target: string[] }[] }[];
+  };
   return result.violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) }));
@@ -61,7 +70,10 @@ export async function signedInPage(
   stack: { api: { baseUrl: string }; org: { admin: string } },
   options: { timeoutMs?: number; bypassCSP?: boolean; watch?: (page: Page) => void } = {},
 ): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...(options.bypassCSP === false ? {} : { bypassCSP: true }) });
+  const context = await browser.newContext({
+    viewport: { width: 1280, height: 900 },
+    ...(options.bypassCSP === false ? {} : { bypassCSP: true }),
+  });
   context.setDefaultTimeout(options.timeoutMs ?? 8000);
   const page = await context.newPage();
   options.watch?.(page);

@@ -34,7 +34,14 @@ beforeAll(async () => {
   for (let i = 0; i < WEBHOOKS; i += 10) {
     const created = await Promise.all(
       Array.from({ length: 10 }, (_, j) =>
-        stack.api.call('POST', '/webhooks', { key: stack.org.admin, body: { name: `hook-${String(i + j).padStart(4, '0')}`, url: receiver.url(`/in/${i + j}`), events: ['policy.created'] } }),
+        stack.api.call('POST', '/webhooks', {
+          key: stack.org.admin,
+          body: {
+            name: `hook-${String(i + j).padStart(4, '0')}`,
+            url: receiver.url(`/in/${i + j}`),
+            events: ['policy.created'],
+          },
+        }),
       ),
     );
     for (const response of created) statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
@@ -104,7 +111,8 @@ it('never asked the API for more than one page of anything', () => {
   expect(requests.length).toBeGreaterThan(0);
   for (const { path, bytes } of requests) {
     const limit = new URLSearchParams(path.split('?')[1] ?? '').get('limit');
-    if (/^\/webhooks(\/[^/]+\/(deliveries|tasks))?$/.test(path.split('?')[0]!)) expect([path, Number(limit) <= 50]).toEqual([path, true]);
+    if (/^\/webhooks(\/[^/]+\/(deliveries|tasks))?$/.test(path.split('?')[0]!))
+      expect([path, Number(limit) <= 50]).toEqual([path, true]);
     // A page of 50 webhooks or 25 deliveries is tens of kilobytes; the whole organisation would be megabytes.
     expect([path, bytes < 200_000]).toEqual([path, true]);
   }

@@ -119,14 +119,24 @@ it('reads the notification of a circuit-breaker disable, re-enables and retries 
   const failing = await stack.receiver(() => ({ status: 500, body: 'down' }));
   const hook = await stack.webhook(failing, { name: 'Flaky SIEM', events: ['policy.created'], destination: 'splunk' });
   await stack.ingest([auditEvent()]);
-  await waitFor(async () => (await stack.api.call('GET', `/webhooks/${hook.id}`, { key: stack.org.admin })).body.status === 'disabled', { timeoutMs: 20_000, everyMs: 100, what: 'circuit breaker' });
+  await waitFor(
+    async () =>
+      (await stack.api.call('GET', `/webhooks/${hook.id}`, { key: stack.org.admin })).body.status === 'disabled',
+    { timeoutMs: 20_000, everyMs: 100, what: 'circuit breaker' },
+  );
   await stack.deliveries(hook.id, (items) => items.length > 0 && items.every((d) => d.status === 'failed'));
 
   await page.goto(url('/webhooks'));
-  await page.getByRole('link', { name: /Notifications/ }).getByLabel('1 unread').waitFor();
+  await page
+    .getByRole('link', { name: /Notifications/ })
+    .getByLabel('1 unread')
+    .waitFor();
   await shot('webhooks-list');
   await page.getByRole('link', { name: /Notifications/ }).click();
-  await page.getByText(/circuit/i).first().waitFor();
+  await page
+    .getByText(/circuit/i)
+    .first()
+    .waitFor();
   await shot('notifications');
   await page.getByRole('link', { name: 'Open the webhook' }).click();
   await page.getByRole('heading', { name: 'Flaky SIEM' }).waitFor();
@@ -137,7 +147,11 @@ it('reads the notification of a circuit-breaker disable, re-enables and retries 
   await page.getByRole('button', { name: 'Retry delivery' }).click();
   await page.getByText('Retry scheduled').waitFor();
   await page.getByText(/status 200/).waitFor();
-  await page.getByRole('heading', { name: /Delivery/ }).locator('..').getByText('succeeded').waitFor();
+  await page
+    .getByRole('heading', { name: /Delivery/ })
+    .locator('..')
+    .getByText('succeeded')
+    .waitFor();
 });
 
 it('shows recover and replay, explained when the API does not offer them', async () => {
@@ -170,11 +184,21 @@ it('creates and edits a rate limit rule, showing its derived budget', async () =
 });
 
 it('has no serious or critical accessibility violation on the main screens', async () => {
-  const screens = ['/webhooks', `/webhooks/${webhookId}`, `/webhooks/${webhookId}/edit`, '/rate-limits', '/notifications'];
+  const screens = [
+    '/webhooks',
+    `/webhooks/${webhookId}`,
+    `/webhooks/${webhookId}/edit`,
+    '/rate-limits',
+    '/notifications',
+  ];
   for (const screen of screens) {
     await page.goto(url(screen));
     await page.locator('main h1').first().waitFor();
-    await page.getByText(/^Loading/).first().waitFor({ state: 'detached' }).catch(() => undefined);
+    await page
+      .getByText(/^Loading/)
+      .first()
+      .waitFor({ state: 'detached' })
+      .catch(() => undefined);
     expect([screen, await axeViolations(page)]).toEqual([screen, []]);
   }
 });
@@ -203,7 +227,8 @@ it('checks route ids before they go into an API path: a crafted id shows not fou
   const apiRequests: string[] = [];
   tab.on('request', (r) => {
     const { pathname, search } = new URL(r.url());
-    if (r.url().startsWith(stack.api.baseUrl) && !pathname.startsWith('/console')) apiRequests.push(`${r.method()} ${pathname}${search}`);
+    if (r.url().startsWith(stack.api.baseUrl) && !pathname.startsWith('/console'))
+      apiRequests.push(`${r.method()} ${pathname}${search}`);
   });
   await tab.goto(url('/'));
   await tab.evaluate(`sessionStorage.setItem("gatehook.apiKey", ${JSON.stringify(stack.org.admin)})`);
@@ -219,7 +244,13 @@ it('checks route ids before they go into an API path: a crafted id shows not fou
     '/webhooks/not-a-uuid',
   ];
   // What the shell itself asks on every page (the access probe, the notification count): nothing else may go out.
-  const shell = new Set(['POST /webhooks/preview', 'GET /webhooks?limit=1', 'GET /rate-limits/rules?limit=1', 'POST /rate-limits/rules', 'GET /notifications?limit=100']);
+  const shell = new Set([
+    'POST /webhooks/preview',
+    'GET /webhooks?limit=1',
+    'GET /rate-limits/rules?limit=1',
+    'POST /rate-limits/rules',
+    'GET /notifications?limit=100',
+  ]);
   for (const screen of screens) {
     await tab.goto(url(screen));
     await tab.getByText('Not found (404)').waitFor();

@@ -28,7 +28,8 @@ beforeAll(async () => {
       name: 'Incident channel',
       url: receiver.url('/hooks/incidents'),
       events: ['*'],
-      template: '{"text": {{ printf "%s by %s" .String .ActorDisplayName | json }}, "token": {{ json .Vars.TOKEN }}, "id": {{ json .ID }}}',
+      template:
+        '{"text": {{ printf "%s by %s" .String .ActorDisplayName | json }}, "token": {{ json .Vars.TOKEN }}, "id": {{ json .ID }}}',
       vars: { TOKEN },
       headers: { 'X-Api-Key': API_KEY },
     },
@@ -44,11 +45,27 @@ beforeAll(async () => {
       const failed = (h + i) % 9 === 0;
       const createdAt = new Date(thisHour - h * HOUR + i * 60_000);
       await stack.api.db.delivery.create({
-        data: { id, orgId: stack.org.orgId, webhookId, status: failed ? 'failed' : 'succeeded', eventIds: [randomUUID()], eventCount: 1, attemptCount: failed ? 3 : 1, createdAt },
+        data: {
+          id,
+          orgId: stack.org.orgId,
+          webhookId,
+          status: failed ? 'failed' : 'succeeded',
+          eventIds: [randomUUID()],
+          eventCount: 1,
+          attemptCount: failed ? 3 : 1,
+          createdAt,
+        },
       });
       for (let a = 0; a < (failed ? 3 : 1); a++) {
         await stack.api.db.deliveryAttempt.create({
-          data: { deliveryId: id, webhookId, at: new Date(createdAt.getTime() + a * 1000), statusCode: failed ? 500 : 200, error: failed ? 'http_500' : '', durationMs: 20 + ((h * 13 + i * 7) % 180) },
+          data: {
+            deliveryId: id,
+            webhookId,
+            at: new Date(createdAt.getTime() + a * 1000),
+            statusCode: failed ? 500 : 200,
+            error: failed ? 'http_500' : '',
+            durationMs: 20 + ((h * 13 + i * 7) % 180),
+          },
         });
       }
     }
@@ -77,11 +94,19 @@ it("charts the webhook's deliveries per hour from GET /webhooks/{id}/stats", asy
   const api = await stack.api.call('GET', `/webhooks/${webhookId}/stats`, { key: stack.org.admin });
   const sum = (key: string) => api.body.buckets.reduce((s: number, b: Record<string, number>) => s + b[key]!, 0);
   expect(sum('deliveries')).toBeGreaterThan(100);
-  await stats.getByTestId('stats-totals').filter({ hasText: `${sum('deliveries')} deliveries · ${sum('succeeded')} succeeded · ${sum('failed')} failed · ${sum('attempts')} attempts` }).waitFor();
+  await stats
+    .getByTestId('stats-totals')
+    .filter({
+      hasText: `${sum('deliveries')} deliveries · ${sum('succeeded')} succeeded · ${sum('failed')} failed · ${sum('attempts')} attempts`,
+    })
+    .waitFor();
   // The legend names every series; the same numbers are in a table for screen readers.
-  for (const label of ['succeeded', 'failed', 'attempts', 'p99 ms']) await stats.getByRole('list', { name: 'Legend' }).getByText(label, { exact: true }).waitFor();
+  for (const label of ['succeeded', 'failed', 'attempts', 'p99 ms'])
+    await stats.getByRole('list', { name: 'Legend' }).getByText(label, { exact: true }).waitFor();
   await stats.getByText('The numbers, hour by hour').click();
-  expect(await stats.locator('details tbody tr').count()).toBe(api.body.buckets.filter((b: { deliveries: number }) => b.deliveries > 0).length);
+  expect(await stats.locator('details tbody tr').count()).toBe(
+    api.body.buckets.filter((b: { deliveries: number }) => b.deliveries > 0).length,
+  );
   await stats.getByText('The numbers, hour by hour').click();
   expect(await axeViolations(page)).toEqual([]);
   await stats.screenshot({ path: path.join(SCREENSHOTS, 'webhook-stats.png') });
@@ -97,10 +122,24 @@ it("shows the request as sent, from a delivery's page, with every secret redacte
   await page.getByRole('heading', { name: 'Request as sent' }).waitFor();
   const body = await page.getByTestId('request-body').textContent();
   expect(body).toContain('[redacted]');
-  await page.getByRole('row', { name: /x-api-key/i }).getByText('[redacted]').waitFor();
-  await page.getByRole('row', { name: /webhook-signature/ }).getByText(/^v1,/).waitFor();
+  await page
+    .getByRole('row', { name: /x-api-key/i })
+    .getByText('[redacted]')
+    .waitFor();
+  await page
+    .getByRole('row', { name: /webhook-signature/ })
+    .getByText(/^v1,/)
+    .waitFor();
   const text = (await page.content()) + (await page.locator('body').innerText());
-  for (const secret of [TOKEN, API_KEY, JSON.stringify(TOKEN).slice(1, -1), JSON.stringify(API_KEY).slice(1, -1), 'sk_live_', 'k3y-']) expect(text).not.toContain(secret);
+  for (const secret of [
+    TOKEN,
+    API_KEY,
+    JSON.stringify(TOKEN).slice(1, -1),
+    JSON.stringify(API_KEY).slice(1, -1),
+    'sk_live_',
+    'k3y-',
+  ])
+    expect(text).not.toContain(secret);
   expect(await axeViolations(page)).toEqual([]);
   await page.screenshot({ path: path.join(SCREENSHOTS, 'delivery-request.png'), fullPage: true });
 });

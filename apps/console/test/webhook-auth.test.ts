@@ -19,7 +19,10 @@ beforeAll(async () => {
   ensureConsoleBuilt();
   browser = await launch();
   // Entra's name resolves to one of its public addresses here: the test machine has no DNS for it.
-  stack = await startStack({}, { lookup: async (host) => (host === 'login.microsoftonline.com' ? ['20.190.160.1'] : systemLookup(host)) });
+  stack = await startStack(
+    {},
+    { lookup: async (host) => (host === 'login.microsoftonline.com' ? ['20.190.160.1'] : systemLookup(host)) },
+  );
   receiver = await stack.receiver();
   page = await signedInPage(browser, stack);
 });
@@ -34,7 +37,9 @@ it('creates a Sentinel webhook through the preset form: tenant, client id and cl
   await page.getByRole('radio', { name: 'Microsoft Sentinel' }).check();
   await page.getByText('OAuth 2.0 credentials (tenant, client id, client secret)').waitFor();
   await page.getByLabel('Name').fill('Sentinel');
-  await page.getByLabel('URL (HTTPS)').fill(receiver.url('/dataCollectionRules/dcr-1/streams/Custom-Gatehook_CL?api-version=2023-01-01'));
+  await page
+    .getByLabel('URL (HTTPS)')
+    .fill(receiver.url('/dataCollectionRules/dcr-1/streams/Custom-Gatehook_CL?api-version=2023-01-01'));
   await page.getByRole('checkbox', { name: 'policy.created' }).check();
   // The preset asks for these three, not for a token URL or an Authorization header.
   await expect(page.getByLabel('Token URL (HTTPS)').count()).resolves.toBe(0);
@@ -59,7 +64,13 @@ it('creates a Sentinel webhook through the preset form: tenant, client id and cl
     destination: 'sentinel',
     format: 'array',
     headers: {},
-    auth: { type: 'oauth2_client_credentials', token_url: tokenUrl, client_id: '00000000-aaaa-4bbb-8ccc-000000000001', scope: 'https://monitor.azure.com//.default', client_secret: '' },
+    auth: {
+      type: 'oauth2_client_credentials',
+      token_url: tokenUrl,
+      client_id: '00000000-aaaa-4bbb-8ccc-000000000001',
+      scope: 'https://monitor.azure.com//.default',
+      client_secret: '',
+    },
   });
 
   // Editing keeps the stored secret when the field is left blank.

@@ -42,7 +42,9 @@ it('creates a webhook with a rate limit and a pasted certificate and an uploaded
   await page.locator('#rate_limit_per_second-error').filter({ hasText: '1 to 10000' }).waitFor();
   await page.getByLabel(/Rate limit/).fill('50');
   await page.getByLabel('Certificate (PEM, leaf first)', { exact: true }).fill(first.certPem);
-  await page.getByLabel('Private key (PEM, unencrypted) file').setInputFiles({ name: 'client.key', mimeType: 'text/plain', buffer: Buffer.from(first.keyPem) });
+  await page
+    .getByLabel('Private key (PEM, unencrypted) file')
+    .setInputFiles({ name: 'client.key', mimeType: 'text/plain', buffer: Buffer.from(first.keyPem) });
   // The file is read into the field (page-side source text: this file is type-checked without the DOM's types).
   await page.waitForFunction("document.getElementById('client-key').value.includes('PRIVATE KEY')");
   expect(await axeViolations(page)).toEqual([]);
@@ -62,7 +64,11 @@ it('creates a webhook with a rate limit and a pasted certificate and an uploaded
 
 it('shows the API refusing a key that does not match, replaces the certificate, then removes it and the rate limit', async () => {
   await page.getByRole('link', { name: 'Edit' }).click();
-  await page.getByRole('group', { name: 'Stored client certificate' }).or(page.getByLabel('Stored client certificate')).getByText(new X509Certificate(first.certPem).fingerprint256).waitFor();
+  await page
+    .getByRole('group', { name: 'Stored client certificate' })
+    .or(page.getByLabel('Stored client certificate'))
+    .getByText(new X509Certificate(first.certPem).fingerprint256)
+    .waitFor();
   await page.getByLabel('New certificate (PEM; blank keeps the stored one)', { exact: true }).fill(second.certPem);
   await page.getByLabel('Private key (PEM, unencrypted)', { exact: true }).fill(first.keyPem);
   await page.getByRole('button', { name: 'Save changes' }).click();
@@ -70,7 +76,10 @@ it('shows the API refusing a key that does not match, replaces the certificate, 
   await page.getByLabel('Private key (PEM, unencrypted)', { exact: true }).fill(second.keyPem);
   await page.getByRole('button', { name: 'Save changes' }).click();
   await page.getByText(new X509Certificate(second.certPem).fingerprint256).waitFor();
-  expect((await stack.api.call('GET', `/webhooks/${webhookId}`, { key: stack.org.admin })).body.client_certificate.fingerprint_sha256).toBe(new X509Certificate(second.certPem).fingerprint256);
+  expect(
+    (await stack.api.call('GET', `/webhooks/${webhookId}`, { key: stack.org.admin })).body.client_certificate
+      .fingerprint_sha256,
+  ).toBe(new X509Certificate(second.certPem).fingerprint256);
 
   await page.getByRole('link', { name: 'Edit' }).click();
   await page.getByLabel('Remove the stored certificate').check();

@@ -10,6 +10,10 @@ import { CLIENT_CERTIFICATE_WARNING_DAYS } from '@gatehook/egress/client-certifi
  */
 export async function warnExpiringCertificates(pool: Pool, logger?: Logger, now = new Date()): Promise<number> {
   const warned = await warnExpiringClientCertificates(pool, now, CLIENT_CERTIFICATE_WARNING_DAYS);
-  for (const w of warned) logger?.info({ webhookId: w.webhookId, orgId: w.orgId, notAfter: w.notAfter.toISOString() }, 'client certificate expires soon; organisation notified');
+  for (const w of warned)
+    logger?.info(
+      { webhookId: w.webhookId, orgId: w.orgId, notAfter: w.notAfter.toISOString() },
+      'client certificate expires soon; organisation notified',
+    );
   return warned.length;
 }

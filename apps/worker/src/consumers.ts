@@ -59,7 +59,9 @@ export class QueueConsumer {
       },
       this.options.worker,
     );
-    worker.on('failed', (job, error) => logger.warn({ queue: this.name, job: job?.id, err: error.message }, 'job failed'));
+    worker.on('failed', (job, error) =>
+      logger.warn({ queue: this.name, job: job?.id, err: error.message }, 'job failed'),
+    );
     worker.on('error', (error) => logger.warn({ queue: this.name, err: error.message }, 'worker error'));
     return worker;
   }
@@ -84,7 +86,10 @@ export class QueueConsumer {
 
   private restart(waiting: number): void {
     const old = this.worker;
-    this.options.logger.warn({ queue: this.name, waiting, active: this.active }, 'queue worker took no job while jobs waited: recreating it');
+    this.options.logger.warn(
+      { queue: this.name, waiting, active: this.active },
+      'queue worker took no job while jobs waited: recreating it',
+    );
     this.worker = this.create();
     this.lastTaken = Date.now();
     this.waitingSince = null;
@@ -107,7 +112,8 @@ export class QueueConsumer {
  * forever), then its jobs in flight finish, for at most `ms`; past that it is left to BullMQ's stalled check.
  */
 async function retire(worker: Worker, ms: number): Promise<void> {
-  const blocking = (await worker.getBackend().blockingClient?.catch(() => undefined)) as { disconnect(): void } | undefined;
+  const blocking = (await worker.getBackend().blockingClient?.catch(() => undefined)) as
+    { disconnect(): void } | undefined;
   blocking?.disconnect();
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<void>((resolve) => {
@@ -130,13 +136,19 @@ export function startWatchdog(
     for (const consumer of consumers()) {
       await consumer.check(options.stuckAfterMs).catch((error: unknown) => {
         options.onError?.(consumer.name);
-        options.logger.warn({ queue: consumer.name, err: (error as Error).message }, 'queue watchdog could not read the queue');
+        options.logger.warn(
+          { queue: consumer.name, err: (error as Error).message },
+          'queue watchdog could not read the queue',
+        );
       });
     }
   };
-  const timer = setInterval(() => {
-    running ??= tick().finally(() => (running = null));
-  }, Math.min(5_000, Math.max(100, Math.floor(options.stuckAfterMs / 2))));
+  const timer = setInterval(
+    () => {
+      running ??= tick().finally(() => (running = null));
+    },
+    Math.min(5_000, Math.max(100, Math.floor(options.stuckAfterMs / 2))),
+  );
   timer.unref();
   return {
     async stop() {

@@ -22,12 +22,16 @@ export function createWorkerServer(deps: WorkerHttpDeps): Server {
     if (req.method !== 'GET') return send(404, { error: { code: 'not_found', message: 'No such route' } });
     if (path === '/healthz') return send(200, { status: 'ok' });
     if (path === '/readyz') {
-      void probe(deps.checks).then(({ ok, checks }) => send(ok ? 200 : 503, { status: ok ? 'ok' : 'unavailable', checks }));
+      void probe(deps.checks).then(({ ok, checks }) =>
+        send(ok ? 200 : 503, { status: ok ? 'ok' : 'unavailable', checks }),
+      );
       return;
     }
     if (path === '/metrics' && deps.metrics) {
       if (!metricsAuthorised(req.headers.authorization, deps.metricsToken)) {
-        return send(401, { error: { code: 'unauthorized', message: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>' } });
+        return send(401, {
+          error: { code: 'unauthorized', message: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>' },
+        });
       }
       const registry = deps.metrics;
       void registry.metrics().then(

@@ -12,7 +12,8 @@ async function main(): Promise<RunningService> {
 
   const db = createDb(config.DATABASE_URL);
   // Its connections open and warm before the engine takes its first job.
-  if (!(await warmPool(db)).warmed) logger.warn('not every database connection could be opened and warmed before taking jobs; they open on demand');
+  if (!(await warmPool(db)).warmed)
+    logger.warn('not every database connection could be opened and warmed before taking jobs; they open on demand');
 
   const worker = await startWorker({ config, db, box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY), logger });
   const server = createWorkerServer({

@@ -133,7 +133,16 @@ export function createWorkerMetrics(pool: Pool): WorkerMetrics {
   });
   registerStatementMetric(registry);
   return {
-    registry, deliveries, attempts, stages, reenqueued, fanoutFailures, periodicRuns, queueWorkerRestarts, redisErrors, tokenFetches,
+    registry,
+    deliveries,
+    attempts,
+    stages,
+    reenqueued,
+    fanoutFailures,
+    periodicRuns,
+    queueWorkerRestarts,
+    redisErrors,
+    tokenFetches,
     watch(watched) {
       engine = watched;
     },

@@ -42,7 +42,11 @@ export async function startPeriodic(deps: PeriodicDeps): Promise<Periodic> {
   const queue = new Queue('periodic', { connection: deps.connection, prefix });
   const names = Object.keys(deps.every) as PeriodicName[];
   const schedule = (name: PeriodicName) =>
-    queue.upsertJobScheduler(name, { every: deps.every[name] }, { name, opts: { attempts: 1, removeOnComplete: true, removeOnFail: { count: 100 } } });
+    queue.upsertJobScheduler(
+      name,
+      { every: deps.every[name] },
+      { name, opts: { attempts: 1, removeOnComplete: true, removeOnFail: { count: 100 } } },
+    );
   for (const name of names) await schedule(name);
 
   // The schedulers live in Redis: a Redis restarted empty (or FLUSHALL) loses them, and a failover may lose the next
@@ -53,20 +57,26 @@ export async function startPeriodic(deps: PeriodicDeps): Promise<Periodic> {
       const scheduler = await queue.getJobScheduler(name);
       const overdueBy = scheduler?.next === undefined ? 0 : Date.now() - scheduler.next;
       if (scheduler && overdueBy < 2 * deps.every[name] + 60_000) continue;
-      deps.logger.warn({ job: name, missing: !scheduler, overdueMs: overdueBy }, 'periodic job scheduler missing or stuck: scheduling it again');
+      deps.logger.warn(
+        { job: name, missing: !scheduler, overdueMs: overdueBy },
+        'periodic job scheduler missing or stuck: scheduling it again',
+      );
       await schedule(name);
       deps.onRescheduled?.(name);
     }
   };
   let keeping: Promise<void> | null = null;
-  const keeper = setInterval(() => {
-    keeping ??= keep()
-      .catch((error: unknown) => {
-        deps.onError?.();
-        deps.logger.warn({ err: (error as Error).message }, 'could not look at the periodic job schedulers');
-      })
-      .finally(() => (keeping = null));
-  }, Math.min(5_000, ...names.map((n) => deps.every[n])));
+  const keeper = setInterval(
+    () => {
+      keeping ??= keep()
+        .catch((error: unknown) => {
+          deps.onError?.();
+          deps.logger.warn({ err: (error as Error).message }, 'could not look at the periodic job schedulers');
+        })
+        .finally(() => (keeping = null));
+    },
+    Math.min(5_000, ...names.map((n) => deps.every[n])),
+  );
   keeper.unref();
   const consumer = new QueueConsumer({
     queue,

@@ -73,11 +73,12 @@ export class SharedOverdueSweep extends OverdueSweep {
   }
 
   override async write(place: SweepPlace): Promise<void> {
-    const write = place ? this.redis.set(this.key, `${place.at.getTime()} ${place.id}`, 'PX', SWEEP_PLACE_TTL_MS) : this.redis.del(this.key);
+    const write = place
+      ? this.redis.set(this.key, `${place.at.getTime()} ${place.id}`, 'PX', SWEEP_PLACE_TTL_MS)
+      : this.redis.del(this.key);
     await write.catch(() => undefined);
   }
 }
-
 
 /**
  * One reconciler pass: puts back on the queues whatever Postgres says is due but Redis may have lost (a Redis
@@ -87,7 +88,9 @@ export class SharedOverdueSweep extends OverdueSweep {
  * batch items older than the linger plus 10 s. The counts are of what it put back. Everything downstream is
  * idempotent, so a re-enqueue of work that was not lost costs a query and nothing else.
  */
-export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: number; deliveries: number; batches: number }> {
+export async function reconcileOnce(
+  deps: ReconcilerDeps,
+): Promise<{ events: number; deliveries: number; batches: number }> {
   const now = Date.now();
   const grace = deps.grace ?? DEFAULT_GRACE;
   // A new job id each interval: a copy of a lost job must not be deduplicated against a failed one left in Redis.
@@ -120,7 +123,9 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ events: num
       nextRetryAt: { lt: new Date(now - grace.deliveriesMs) },
       AND: [
         { OR: [{ leasedUntil: null }, { leasedUntil: { lt: new Date(now) } }] },
-        ...(after ? [{ OR: [{ nextRetryAt: { gt: after.at } }, { nextRetryAt: after.at, id: { gt: after.id } }] }] : []),
+        ...(after
+          ? [{ OR: [{ nextRetryAt: { gt: after.at } }, { nextRetryAt: after.at, id: { gt: after.id } }] }]
+          : []),
       ],
     },
     select: { id: true, orgId: true, nextRetryAt: true },

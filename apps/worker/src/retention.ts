@@ -1,7 +1,12 @@
 import type { Logger } from '@gatehook/core/logger';
 import type { Db } from '@gatehook/db/client';
 import { sqlPool } from '@gatehook/db/client';
-import { dropExpiredPartitions, ensurePartitions, sweepDefaultPartitions, type PartitionWidth } from '@gatehook/db/partitions';
+import {
+  dropExpiredPartitions,
+  ensurePartitions,
+  sweepDefaultPartitions,
+  type PartitionWidth,
+} from '@gatehook/db/partitions';
 
 /**
  * Retention and partition upkeep of the history (docs/database.md, "Partitioned history"), one run: creates the
@@ -23,9 +28,23 @@ export async function sweepRetention(
   const dropped = await dropExpiredPartitions(pool, horizon);
   const swept = await sweepDefaultPartitions(pool, horizon);
   const partitionsDropped = Object.values(dropped?.dropped ?? {}).reduce((n, names) => n + names.length, 0);
-  if (created.length || partitionsDropped || dropped?.kept.length || swept.deliveries || swept.events || swept.attempts) {
+  if (
+    created.length ||
+    partitionsDropped ||
+    dropped?.kept.length ||
+    swept.deliveries ||
+    swept.events ||
+    swept.attempts
+  ) {
     logger?.info(
-      { created, dropped: dropped?.dropped ?? {}, kept: dropped?.kept ?? [], keptEvents: dropped?.keptEvents ?? 0, ...swept, horizon: horizon.toISOString() },
+      {
+        created,
+        dropped: dropped?.dropped ?? {},
+        kept: dropped?.kept ?? [],
+        keptEvents: dropped?.keptEvents ?? 0,
+        ...swept,
+        horizon: horizon.toISOString(),
+      },
       'retention sweep',
     );
   }

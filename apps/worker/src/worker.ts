@@ -5,7 +5,15 @@ import type { SecretBox } from '@gatehook/core/encryption';
 import type { Logger } from '@gatehook/core/logger';
 import type { Db } from '@gatehook/db/client';
 import { sqlPool } from '@gatehook/db/client';
-import { createDeliveryEngine, queuePrefix, queueRoundTrip, SHARDED_QUEUES, type DeliveryQueues, type JobName, type WebhookConfigs } from '@gatehook/delivery';
+import {
+  createDeliveryEngine,
+  queuePrefix,
+  queueRoundTrip,
+  SHARDED_QUEUES,
+  type DeliveryQueues,
+  type JobName,
+  type WebhookConfigs,
+} from '@gatehook/delivery';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics';
 import { QueueConsumer, startWatchdog } from './consumers';
 import { startPeriodic, type Periodic } from './periodic';
@@ -73,7 +81,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     redis: producer,
     subscriber,
     observer: {
-      onAttempt: ({ durationMs, statusCode, error }) => metrics.attempts.observe({ result: resultClass(statusCode, error) }, durationMs / 1000),
+      onAttempt: ({ durationMs, statusCode, error }) =>
+        metrics.attempts.observe({ result: resultClass(statusCode, error) }, durationMs / 1000),
       onFinished: (outcome) => metrics.deliveries.inc({ outcome }),
       onStage: (stage, seconds) => metrics.stages.observe({ stage }, seconds),
       onTokenFetch: (outcome) => metrics.tokenFetches.inc({ outcome }),
@@ -124,14 +133,18 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     sweep: new SharedOverdueSweep(producer, prefix),
     ...(deps.reconcilerGrace ? { grace: deps.reconcilerGrace } : {}),
   };
-  const retention = () => sweepRetention(db, config.DELIVERY_RETENTION_DAYS, logger, { width: config.HISTORY_PARTITION });
+  const retention = () =>
+    sweepRetention(db, config.DELIVERY_RETENTION_DAYS, logger, { width: config.HISTORY_PARTITION });
   // Partitions must exist ahead before the first hourly run: each worker runs the upkeep once as it starts (safe from
   // several workers at once); after that the scheduler runs it once an hour across all workers.
   void retention().then(
     () => metrics.periodicRuns.inc({ job: 'retention', outcome: 'ok' }),
     (error: unknown) => {
       metrics.periodicRuns.inc({ job: 'retention', outcome: 'failed' });
-      logger.error({ job: 'retention', err: (error as Error).message }, 'start-up retention and partition upkeep failed');
+      logger.error(
+        { job: 'retention', err: (error as Error).message },
+        'start-up retention and partition upkeep failed',
+      );
     },
   );
   const periodic = await startPeriodic({

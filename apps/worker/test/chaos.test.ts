@@ -4,7 +4,13 @@ import { createDb, type Db } from '@gatehook/db/client';
 import { applyMigrations } from '@gatehook/db/migrate';
 import { ingestAuditEvents } from '@gatehook/delivery';
 import { createTestDatabase } from '@gatehook/testkit/database';
-import { startPostgresServer, startRedisServer, startServiceProcess, type PostgresServer, type ServiceProcess } from '@gatehook/testkit/processes';
+import {
+  startPostgresServer,
+  startRedisServer,
+  startServiceProcess,
+  type PostgresServer,
+  type ServiceProcess,
+} from '@gatehook/testkit/processes';
 import { startReceiver, testCa, type TestReceiver } from '@gatehook/testkit/receiver';
 import { startRedisCluster, type TestRedisCluster } from '@gatehook/testkit/redis-cluster';
 import { auditEvent } from '@gatehook/testkit/stack';
@@ -68,7 +74,9 @@ interface Answer {
  * The database of one run, its own: a freshly migrated one on the machine's server, or on a private server. A
  * worker's reconciler scans its whole database, so a run must not see the events of the runs beside it.
  */
-async function chaosDatabase(postgres: PostgresServer | undefined): Promise<{ url: string; db: Db; close(): Promise<void> }> {
+async function chaosDatabase(
+  postgres: PostgresServer | undefined,
+): Promise<{ url: string; db: Db; close(): Promise<void> }> {
   if (!postgres) {
     const database = await createTestDatabase();
     const own = createDb(database.url, { poolSize: 2 });
@@ -86,7 +94,9 @@ async function chaosDatabase(postgres: PostgresServer | undefined): Promise<{ ur
 
 /** Runs one plan; returns what the API answered to each batch of the stream. */
 async function runChaos(name: string, plan: ChaosPlan): Promise<Answer[]> {
-  const redis = plan.cluster ? { cluster: await startRedisCluster({ masters: 3, replicasPerMaster: 1 }) } : { redis: await startRedisServer() };
+  const redis = plan.cluster
+    ? { cluster: await startRedisCluster({ masters: 3, replicasPerMaster: 1 }) }
+    : { redis: await startRedisServer() };
   let postgres: PostgresServer | undefined;
   try {
     if (plan.privatePostgres) postgres = await startPostgresServer();
@@ -96,7 +106,12 @@ async function runChaos(name: string, plan: ChaosPlan): Promise<Answer[]> {
   }
 }
 
-async function runOnServers(name: string, plan: ChaosPlan, redis: Pick<Chaos, 'redis' | 'cluster'>, postgres: PostgresServer | undefined): Promise<Answer[]> {
+async function runOnServers(
+  name: string,
+  plan: ChaosPlan,
+  redis: Pick<Chaos, 'redis' | 'cluster'>,
+  postgres: PostgresServer | undefined,
+): Promise<Answer[]> {
   const store = await chaosDatabase(postgres);
   const orgId = randomUUID();
   const { key } = await issueApiKey(store.db, { orgId, name: 'chaos', role: 'admin', permissions: [] });
@@ -108,7 +123,9 @@ async function runOnServers(name: string, plan: ChaosPlan, redis: Pick<Chaos, 'r
     DATABASE_URL: store.url,
     // On a cluster the workers' blocking connections to a failed-over master stop taking jobs until the queue
     // watchdog recreates them: a short watchdog keeps the scenario within its wait.
-    ...(redis.redis ? { REDIS_URL: redis.redis.url } : { REDIS_CLUSTER_NODES: redis.cluster!.seeds.join(','), QUEUE_WATCHDOG_MS: '5000' }),
+    ...(redis.redis
+      ? { REDIS_URL: redis.redis.url }
+      : { REDIS_CLUSTER_NODES: redis.cluster!.seeds.join(','), QUEUE_WATCHDOG_MS: '5000' }),
     REDIS_PREFIX: `chaos_${randomBytes(4).toString('hex')}`,
     EGRESS_ALLOW_CIDRS: '127.0.0.1/32',
     EGRESS_EXTRA_CA_FILE: testCa().caFile,
@@ -117,11 +134,28 @@ async function runOnServers(name: string, plan: ChaosPlan, redis: Pick<Chaos, 'r
     RECONCILE_INTERVAL_MS: '500',
     NODE_ENV: 'test',
   };
-  const c: Chaos = { env, orgId, ...redis, ...(postgres ? { postgres } : {}), apis: [], workers: [], background: [], db: store.db };
+  const c: Chaos = {
+    env,
+    orgId,
+    ...redis,
+    ...(postgres ? { postgres } : {}),
+    apis: [],
+    workers: [],
+    background: [],
+    db: store.db,
+  };
   try {
     // Started together; each one that started is in c (and killed below) even if another did not.
-    const started = await Promise.allSettled((['api', 'worker'] as const).flatMap((app) => Array.from({ length: redis.cluster ? 2 : 1 }, async () => ({ app, process: await startServiceProcess(app, env) }))));
-    for (const s of started) if (s.status === 'fulfilled') (s.value.app === 'api' ? c.apis : c.workers).push(s.value.process);
+    const started = await Promise.allSettled(
+      (['api', 'worker'] as const).flatMap((app) =>
+        Array.from({ length: redis.cluster ? 2 : 1 }, async () => ({
+          app,
+          process: await startServiceProcess(app, env),
+        })),
+      ),
+    );
+    for (const s of started)
+      if (s.status === 'fulfilled') (s.value.app === 'api' ? c.apis : c.workers).push(s.value.process);
     const failed = started.find((s) => s.status === 'rejected');
     if (failed) throw failed.reason;
     const created = await fetch(`http://127.0.0.1:${c.apis[0]!.port}/webhooks`, {
@@ -140,12 +174,21 @@ async function runOnServers(name: string, plan: ChaosPlan, redis: Pick<Chaos, 'r
     const resent = await resendRefused(port, key, stream);
     const accepted = new Set([...stream.accepted, ...resent.accepted]);
     expect(accepted.size).toBe(stream.answers.length * BATCH);
-    await expectAllDelivered(`${name} (${stream.refused.size} of ${stream.answers.length} batches sent again)`, receiver, [...committed, ...accepted]);
+    await expectAllDelivered(
+      `${name} (${stream.refused.size} of ${stream.answers.length} batches sent again)`,
+      receiver,
+      [...committed, ...accepted],
+    );
     // Whatever broke, the API refused with 503 or was not there at all: never another 5xx.
     expect([...stream.answers, ...resent.answers].filter((a) => a.status >= 500 && a.status !== 503)).toEqual([]);
     return stream.answers;
   } finally {
-    await Promise.allSettled([...c.apis.map((p) => p.kill()), ...c.workers.map((p) => p.kill()), receiver.close(), store.close()]);
+    await Promise.allSettled([
+      ...c.apis.map((p) => p.kill()),
+      ...c.workers.map((p) => p.kill()),
+      receiver.close(),
+      store.close(),
+    ]);
   }
 }
 
@@ -158,7 +201,12 @@ interface Sent {
 }
 
 /** POSTs one batch; its answer, with the accepted ids when the API answered 202. */
-async function postBatch(port: number, key: string, batch: number, events: unknown[]): Promise<Answer & { ids?: string[] }> {
+async function postBatch(
+  port: number,
+  key: string,
+  batch: number,
+  events: unknown[],
+): Promise<Answer & { ids?: string[] }> {
   try {
     const r = await fetch(`http://127.0.0.1:${port}/audit-events`, {
       method: 'POST',
@@ -167,7 +215,12 @@ async function postBatch(port: number, key: string, batch: number, events: unkno
       signal: AbortSignal.timeout(ANSWER_BOUND_MS),
     });
     const body = (await r.json().catch(() => ({}))) as { ids?: string[]; error?: { code: string } };
-    return { batch, status: r.status, ...(body.error ? { code: body.error.code } : {}), ...(r.status === 202 ? { ids: body.ids! } : {}) };
+    return {
+      batch,
+      status: r.status,
+      ...(body.error ? { code: body.error.code } : {}),
+      ...(r.status === 202 ? { ids: body.ids! } : {}),
+    };
   } catch {
     // The API was down for this batch, or did not answer in time.
     return { batch, status: 0 };
@@ -178,11 +231,17 @@ async function postBatch(port: number, key: string, batch: number, events: unkno
  * Sends events in batches; returns the ids that were answered 202 (the only ones the promise covers), every
  * answer, and the batches answered otherwise (not accepted: a real client sends them again, see resendRefused).
  */
-async function ingestStream(port: (batch: number) => number, key: string, onBatch: (index: number) => Promise<void>): Promise<Sent> {
+async function ingestStream(
+  port: (batch: number) => number,
+  key: string,
+  onBatch: (index: number) => Promise<void>,
+): Promise<Sent> {
   const sent: Sent = { accepted: [], answers: [], refused: new Map() };
   for (let i = 0; i < EVENTS / BATCH; i += 1) {
     await onBatch(i);
-    const events = Array.from({ length: BATCH }, () => auditEvent({ id: randomUUID(), action: 'gateway.tool.called', payload: { tool_key: 'chaos' } }));
+    const events = Array.from({ length: BATCH }, () =>
+      auditEvent({ id: randomUUID(), action: 'gateway.tool.called', payload: { tool_key: 'chaos' } }),
+    );
     const { ids, ...answer } = await postBatch(port(i), key, i, events);
     sent.answers.push(answer);
     if (ids) sent.accepted.push(...ids);
@@ -192,7 +251,11 @@ async function ingestStream(port: (batch: number) => number, key: string, onBatc
 }
 
 /** Sends each refused batch again, unchanged, until the API accepts it (RESENDS tries at most); the ids accepted. */
-async function resendRefused(port: (batch: number) => number, key: string, stream: Sent): Promise<{ accepted: string[]; answers: Answer[] }> {
+async function resendRefused(
+  port: (batch: number) => number,
+  key: string,
+  stream: Sent,
+): Promise<{ accepted: string[]; answers: Answer[] }> {
   const accepted: string[] = [];
   const answers: Answer[] = [];
   for (const [batch, events] of stream.refused) {
@@ -211,15 +274,19 @@ async function resendRefused(port: (batch: number) => number, key: string, strea
 
 async function expectAllDelivered(name: string, receiver: TestReceiver, accepted: string[]): Promise<void> {
   const ids = () => receiver.requests.map((q) => (JSON.parse(q.body) as { data: { id: string } }).data.id);
-  await receiver.waitFor(() => {
-    const seen = new Set(ids());
-    return accepted.every((id) => seen.has(id));
-  }, 120_000).catch(() => undefined);
+  await receiver
+    .waitFor(() => {
+      const seen = new Set(ids());
+      return accepted.every((id) => seen.has(id));
+    }, 120_000)
+    .catch(() => undefined);
   const seen = ids();
   const unique = new Set(seen);
   const lost = accepted.filter((id) => !unique.has(id)).length;
   const duplicated = seen.length - unique.size;
-  process.stdout.write(`chaos ${name}: accepted ${accepted.length}, delivered ${unique.size}, lost ${lost}, duplicated ${duplicated}\n`);
+  process.stdout.write(
+    `chaos ${name}: accepted ${accepted.length}, delivered ${unique.size}, lost ${lost}, duplicated ${duplicated}\n`,
+  );
   expect(accepted.length).toBeGreaterThan(0);
   expect(lost).toBe(0);
 }
@@ -233,7 +300,8 @@ describe('chaos: nothing accepted is lost', () => {
   // processes, and spends most of its time waiting (for the reconciler's grace, a restart, the last deliveries),
   // so the lanes share the machine without one deciding the other's outcome; two cluster stacks never run at once.
   const lanes = { cluster: oneAtATime(), single: oneAtATime() };
-  const scenario = (name: string, lane: keyof typeof lanes, run: () => Promise<unknown>) => it.concurrent(name, () => lanes[lane](async () => void (await run())));
+  const scenario = (name: string, lane: keyof typeof lanes, run: () => Promise<unknown>) =>
+    it.concurrent(name, () => lanes[lane](async () => void (await run())));
 
   const workerKill: ChaosPlan['during'] = async (c, batch) => {
     if (batch !== third) return;
@@ -241,7 +309,9 @@ describe('chaos: nothing accepted is lost', () => {
     c.workers[0] = await startServiceProcess('worker', c.env);
   };
 
-  scenario('on a Redis Cluster: one of two workers SIGKILLed mid-stream', 'cluster', () => runChaos('cluster worker SIGKILL', { cluster: true, during: workerKill }));
+  scenario('on a Redis Cluster: one of two workers SIGKILLed mid-stream', 'cluster', () =>
+    runChaos('cluster worker SIGKILL', { cluster: true, during: workerKill }),
+  );
 
   scenario('on a Redis Cluster: every master flushed mid-stream, twice', 'cluster', () =>
     runChaos('cluster FLUSHALL of every master', {
@@ -249,7 +319,8 @@ describe('chaos: nothing accepted is lost', () => {
       async during(c, batch) {
         if (batch === third || batch === 2 * third) expect(await c.cluster!.flushAll()).toHaveLength(3);
       },
-    }));
+    }),
+  );
 
   scenario('on a Redis Cluster: a master killed mid-stream and replaced by its replica', 'cluster', () =>
     runChaos('cluster master failover', {
@@ -259,7 +330,8 @@ describe('chaos: nothing accepted is lost', () => {
         // killed is the one of the periodic queue (the reconciler's scheduler), the hardest to lose.
         if (batch === third) await c.cluster!.kill(await c.cluster!.masterOf(`{${c.env.REDIS_PREFIX}:periodic}`));
       },
-    }));
+    }),
+  );
 
   scenario('worker SIGKILLed mid-stream', 'single', () => runChaos('worker SIGKILL', { during: workerKill }));
 
@@ -268,7 +340,8 @@ describe('chaos: nothing accepted is lost', () => {
       async during(c, batch) {
         if (batch === third || batch === 2 * third) await c.redis!.flushAll();
       },
-    }));
+    }),
+  );
 
   scenario('API killed between commit and enqueue, and restarted mid-ingestion', 'single', () =>
     runChaos('API restart', {
@@ -288,7 +361,8 @@ describe('chaos: nothing accepted is lost', () => {
           })(),
         );
       },
-    }));
+    }),
+  );
 
   scenario('Postgres restarted mid-stream', 'single', async () => {
     // Down for the middle third of the stream, long enough for reconciler passes and job retries to hit it.
@@ -300,7 +374,8 @@ describe('chaos: nothing accepted is lost', () => {
         if (batch === 2 * third) {
           await c.postgres!.start();
           // Both processes lived through the outage and see Postgres again.
-          for (const p of [...c.apis, ...c.workers]) expect((await fetch(`http://127.0.0.1:${p.port}/readyz`)).status).toBe(200);
+          for (const p of [...c.apis, ...c.workers])
+            expect((await fetch(`http://127.0.0.1:${p.port}/readyz`)).status).toBe(200);
         }
         if (down(batch)) await new Promise((r) => setTimeout(r, 400));
       },

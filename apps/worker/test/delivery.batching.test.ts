@@ -7,7 +7,6 @@ import { auditEvent, useStack } from '@gatehook/testkit/stack';
 
 const stack = useStack({ BATCH_LINGER_MS: '400' });
 
-
 const ids = (n: number, seed: string) =>
   Array.from({ length: n }, (_, i) => `0193a4f0-${seed}-7000-8000-${String(i).padStart(12, '0')}`);
 
@@ -17,7 +16,9 @@ describe('batching (SPEC 6.5)', () => {
     const hook = await stack.webhook(r, { format: 'array', max_events: 5, events: ['tag.created'] });
     const eventIds = ids(12, '0001');
     // Ingested in reverse order: the array is still ordered by event id.
-    await stack.ingest([...eventIds].reverse().map((id) => auditEvent({ id, action: 'tag.created', payload: { tag_name: id } })));
+    await stack.ingest(
+      [...eventIds].reverse().map((id) => auditEvent({ id, action: 'tag.created', payload: { tag_name: id } })),
+    );
     await r.waitFor((reqs) => reqs.reduce((n, q) => n + JSON.parse(q.body).length, 0) === 12);
 
     const bodies = r.requests.map((q) => JSON.parse(q.body) as { data: { id: string } }[]);
@@ -26,12 +27,20 @@ describe('batching (SPEC 6.5)', () => {
       const bodyIds = body.map((e) => e.data.id);
       expect(bodyIds).toEqual([...bodyIds].sort());
     }
-    expect(bodies.flat().map((e) => e.data.id).sort()).toEqual(eventIds);
+    expect(
+      bodies
+        .flat()
+        .map((e) => e.data.id)
+        .sort(),
+    ).toEqual(eventIds);
     for (const q of r.requests) {
       expect(q.headers['content-type']).toBe('application/json');
       expect(new StandardWebhook(hook.secret).verify(q.body, q.headers as Record<string, string>)).toBeTruthy();
     }
-    const deliveries = await stack.deliveries(hook.id, (items) => items.length === 3 && items.every((d) => d.status === 'succeeded'));
+    const deliveries = await stack.deliveries(
+      hook.id,
+      (items) => items.length === 3 && items.every((d) => d.status === 'succeeded'),
+    );
     expect(deliveries.map((d) => d.event_count).sort()).toEqual([2, 5, 5]);
   });
 
@@ -83,10 +92,14 @@ describe('batching (SPEC 6.5)', () => {
     const deliveries = await stack.deliveries(hook.id, (items) => items.some((d) => d.status === 'failed'));
     const failed = deliveries.find((d) => d.status === 'failed')!;
     expect(failed).toMatchObject({ event_count: 1, attempt_count: 0, retryable: false });
-    const detail = await stack.api.call('GET', `/webhooks/${hook.id}/deliveries/${failed.id}`, { key: stack.org.admin });
+    const detail = await stack.api.call('GET', `/webhooks/${hook.id}/deliveries/${failed.id}`, {
+      key: stack.org.admin,
+    });
     expect(detail.body.event_ids).toEqual([huge]);
     expect(detail.body.error).toMatch(/^payload_too_large/);
-    const retry = await stack.api.call('POST', `/webhooks/${hook.id}/deliveries/${failed.id}/retry`, { key: stack.org.admin });
+    const retry = await stack.api.call('POST', `/webhooks/${hook.id}/deliveries/${failed.id}/retry`, {
+      key: stack.org.admin,
+    });
     expect(retry.status).toBe(409);
   });
 
@@ -110,7 +123,9 @@ describe('full batches formed at fan-out', () => {
     await r.waitFor((reqs) => reqs.length === 3);
     expect(r.requests.map((q) => q.body.split('\n').filter((l) => l.length > 0).length).sort()).toEqual([10, 10, 3]);
     await stack.settle(eventIds);
-    expect(r.requests.flatMap((q) => [...q.body.matchAll(/"id":"(0193a4f0-0011-[^"]+)"/g)].map((m) => m[1])).sort()).toEqual(eventIds);
+    expect(
+      r.requests.flatMap((q) => [...q.body.matchAll(/"id":"(0193a4f0-0011-[^"]+)"/g)].map((m) => m[1])).sort(),
+    ).toEqual(eventIds);
     const deliveries = await stack.deliveries(hook.id, (items) => items.length === 3);
     expect(deliveries.map((d) => d.event_count).sort((a, b) => a - b)).toEqual([3, 10, 10]);
   });
@@ -118,8 +133,20 @@ describe('full batches formed at fan-out', () => {
   const stored = (id: string, orgId: string, at: Date): OutboxEvent => ({
     receivedAt: at,
     data: {
-      id, org_id: orgId, action: 'gateway.tool.error', actor_type: 'agent', actor_id: 'a', actor_display_name: 'A', resource_type: 'tool',
-      resource_id: 't', resource_display_name: 'T', resources: {}, context: {}, changes: [], payload: {}, created_at: at.toISOString(),
+      id,
+      org_id: orgId,
+      action: 'gateway.tool.error',
+      actor_type: 'agent',
+      actor_id: 'a',
+      actor_display_name: 'A',
+      resource_type: 'tool',
+      resource_id: 't',
+      resource_display_name: 'T',
+      resources: {},
+      context: {},
+      changes: [],
+      payload: {},
+      created_at: at.toISOString(),
     },
   });
 
@@ -131,20 +158,53 @@ describe('full batches formed at fan-out', () => {
     const [a, b, c, d] = ids(4, '0012') as [string, string, string, string];
     const now = new Date();
     // Four events committed (pending fan-out), without a fan-out job: this test plays two racing fan-outs itself.
-    await insertAuditEvents(pool, [a, b, c, d].map((id) => stored(id, orgId, now)));
+    await insertAuditEvents(
+      pool,
+      [a, b, c, d].map((id) => stored(id, orgId, now)),
+    );
     // A racing call claims a and b (creating nothing); then a call that prepared one batch of all four commits.
-    expect((await commitFanout(pool, { orgId, eventIds: [a, b], now, deliveries: [], batchItems: [] })).claimed.sort()).toEqual([a, b]);
-    const batch = { id: randomUUID(), webhookId: hook.id, eventIds: [a, b, c, d], status: 'pending' as const, bodyEncrypted: 'x', contentType: 'application/json', secretsVersion: null, error: null, nextRetryAt: now };
-    const committed = await commitFanout(pool, { orgId, eventIds: [a, b, c, d], now, deliveries: [batch], batchItems: [] });
+    expect(
+      (await commitFanout(pool, { orgId, eventIds: [a, b], now, deliveries: [], batchItems: [] })).claimed.sort(),
+    ).toEqual([a, b]);
+    const batch = {
+      id: randomUUID(),
+      webhookId: hook.id,
+      eventIds: [a, b, c, d],
+      status: 'pending' as const,
+      bodyEncrypted: 'x',
+      contentType: 'application/json',
+      secretsVersion: null,
+      error: null,
+      nextRetryAt: now,
+    };
+    const committed = await commitFanout(pool, {
+      orgId,
+      eventIds: [a, b, c, d],
+      now,
+      deliveries: [batch],
+      batchItems: [],
+    });
     expect(committed.claimed.sort()).toEqual([c, d]);
     expect(committed.deliveries).toEqual([]);
     expect(committed.buffered).toEqual([hook.id]);
-    const buffered = await stack.api.db.batchItem.findMany({ where: { webhookId: hook.id }, orderBy: { eventId: 'asc' } });
+    const buffered = await stack.api.db.batchItem.findMany({
+      where: { webhookId: hook.id },
+      orderBy: { eventId: 'asc' },
+    });
     expect(buffered.map((i) => i.eventId)).toEqual([c, d]);
     // Whole, the same batch is created as one delivery of four events.
     const [e, f, g, h] = ids(4, '0013') as [string, string, string, string];
-    await insertAuditEvents(pool, [e, f, g, h].map((id) => stored(id, orgId, now)));
-    const whole = await commitFanout(pool, { orgId, eventIds: [e, f, g, h], now, deliveries: [{ ...batch, id: randomUUID(), eventIds: [e, f, g, h] }], batchItems: [] });
+    await insertAuditEvents(
+      pool,
+      [e, f, g, h].map((id) => stored(id, orgId, now)),
+    );
+    const whole = await commitFanout(pool, {
+      orgId,
+      eventIds: [e, f, g, h],
+      now,
+      deliveries: [{ ...batch, id: randomUUID(), eventIds: [e, f, g, h] }],
+      batchItems: [],
+    });
     expect(whole.deliveries).toHaveLength(1);
     expect(whole.buffered).toEqual([]);
     const row = await stack.api.db.delivery.findUniqueOrThrow({ where: { id: whole.deliveries[0]! } });

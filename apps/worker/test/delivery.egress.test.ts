@@ -35,7 +35,11 @@ describe('through EGRESS_PROXY_URL', () => {
 
     const port = new URL(r.url()).port;
     for (const request of proxy.requests) {
-      expect(request).toMatchObject({ target: `127.0.0.1:${port}`, status: 200, authorization: `Basic ${Buffer.from('gatehook:s3cret').toString('base64')}` });
+      expect(request).toMatchObject({
+        target: `127.0.0.1:${port}`,
+        status: 200,
+        authorization: `Basic ${Buffer.from('gatehook:s3cret').toString('base64')}`,
+      });
     }
   });
 });
@@ -47,7 +51,11 @@ describe('a proxy that is down', () => {
     const dead = await startProxy();
     await dead.close();
     // A breaker of 1 s that a failing endpoint would trip within the 8 attempts of the test schedule.
-    stack = await startStack({ EGRESS_PROXY_URL: dead.url, CIRCUIT_BREAKER_SECONDS: '1', DELIVERY_RETRY_SCHEDULE: '0,0.3,0.3,0.3,0.3,0.3,0.3,0.3' });
+    stack = await startStack({
+      EGRESS_PROXY_URL: dead.url,
+      CIRCUIT_BREAKER_SECONDS: '1',
+      DELIVERY_RETRY_SCHEDULE: '0,0.3,0.3,0.3,0.3,0.3,0.3,0.3',
+    });
   });
   afterAll(() => stack.close());
 
@@ -72,14 +80,18 @@ describe('a receiver that refuses behind a working proxy', () => {
 
   beforeAll(async () => {
     proxy = await startProxy();
-    stack = await startStack({ EGRESS_PROXY_URL: proxy.url, CIRCUIT_BREAKER_SECONDS: '1', DELIVERY_RETRY_SCHEDULE: '0,0.3,0.3,0.3,0.3,0.3,0.3,0.3' });
+    stack = await startStack({
+      EGRESS_PROXY_URL: proxy.url,
+      CIRCUIT_BREAKER_SECONDS: '1',
+      DELIVERY_RETRY_SCHEDULE: '0,0.3,0.3,0.3,0.3,0.3,0.3,0.3',
+    });
   });
   afterAll(async () => {
     await stack.close();
     await proxy.close();
   });
 
-  it('is blamed on the receiver: the proxy\'s 502 is connection_refused, the streak starts and the breaker trips', async () => {
+  it("is blamed on the receiver: the proxy's 502 is connection_refused, the streak starts and the breaker trips", async () => {
     const r = await stack.receiver();
     const hook = await stack.webhook(r, { events: ['policy.created'] });
     await r.close();
@@ -110,14 +122,25 @@ describe('client_certificate (mTLS)', () => {
     const r = await stack.receiver(undefined, { clientCa: trusted.caPem });
     const right = trusted.issue({ commonName: 'right' });
     const wrong = strange.issue({ commonName: 'wrong' });
-    const withRight = await stack.webhook(r, { name: 'right', client_certificate: { cert: right.certPem, key: right.keyPem } }, '/right');
-    const withWrong = await stack.webhook(r, { name: 'wrong', client_certificate: { cert: wrong.certPem, key: wrong.keyPem } }, '/wrong');
+    const withRight = await stack.webhook(
+      r,
+      { name: 'right', client_certificate: { cert: right.certPem, key: right.keyPem } },
+      '/right',
+    );
+    const withWrong = await stack.webhook(
+      r,
+      { name: 'wrong', client_certificate: { cert: wrong.certPem, key: wrong.keyPem } },
+      '/wrong',
+    );
     const without = await stack.webhook(r, { name: 'none' }, '/none');
     await stack.ingest([auditEvent()]);
 
     await stack.deliveries(withRight.id, (items) => items[0]?.status === 'succeeded');
     for (const id of [withWrong.id, without.id]) {
-      const [failing] = await stack.deliveries(id, (items) => items[0]?.status === 'retrying' || items[0]?.status === 'failed');
+      const [failing] = await stack.deliveries(
+        id,
+        (items) => items[0]?.status === 'retrying' || items[0]?.status === 'failed',
+      );
       expect(failing!.attempts[0]!.status_code).toBe(0);
       expect(['tls_error', 'connection_reset']).toContain(failing!.attempts[0]!.error);
     }

@@ -21,14 +21,22 @@ it('delivers another organisation’s event while one organisation’s slow rend
   const receiverA = await stack.receiver();
   const receiverB = await stack.receiver();
   await stack.webhook(receiverA, { events: ['anomaly_finding.created'], template: SLOW_TEMPLATE });
-  const hookB = await stack.api.call('POST', '/webhooks', { key: orgB.admin, body: { name: 'plain', url: receiverB.url('/b'), events: ['*'] } });
+  const hookB = await stack.api.call('POST', '/webhooks', {
+    key: orgB.admin,
+    body: { name: 'plain', url: receiverB.url('/b'), events: ['*'] },
+  });
   expect(hookB.status).toBe(201);
 
   // Each of A's events is its own ingestion, so A has as many fan-out jobs waiting for the render pool.
   await Promise.all(
-    Array.from({ length: A_EVENTS }, () => stack.ingest([auditEvent({ action: 'anomaly_finding.created', payload: { severity: 'high', items: ITEMS } })])),
+    Array.from({ length: A_EVENTS }, () =>
+      stack.ingest([auditEvent({ action: 'anomaly_finding.created', payload: { severity: 'high', items: ITEMS } })]),
+    ),
   );
-  const ingestedB = await stack.api.call('POST', '/audit-events', { key: orgB.admin, body: { events: [auditEvent()] } });
+  const ingestedB = await stack.api.call('POST', '/audit-events', {
+    key: orgB.admin,
+    body: { events: [auditEvent()] },
+  });
   expect(ingestedB.status).toBe(202);
 
   await receiverB.waitFor((requests) => requests.length === 1, 15_000);
@@ -36,6 +44,10 @@ it('delivers another organisation’s event while one organisation’s slow rend
   expect(deliveredToA).toBeLessThan(A_EVENTS);
 
   // A's renders were valid and slow, not failing: every one of them arrives in the end.
-  await until(async () => receiverA.requests.length, (n) => n === A_EVENTS, 60_000);
+  await until(
+    async () => receiverA.requests.length,
+    (n) => n === A_EVENTS,
+    60_000,
+  );
   expect(receiverA.requests.every((r) => r.body === '{"slow": true}')).toBe(true);
 }, 90_000);

@@ -6,7 +6,8 @@ import { waitFor } from '@gatehook/testkit/until';
 
 const stack = useStack();
 
-const until = <T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000) => waitFor(probe, { timeoutMs, everyMs: 10 });
+const until = <T>(probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000) =>
+  waitFor(probe, { timeoutMs, everyMs: 10 });
 
 describe("the service's own events", () => {
   it('a webhook.created event reaches a * webhook within a second, and not the webhook it records', async () => {
@@ -15,7 +16,11 @@ describe("the service's own events", () => {
     const other = await stack.receiver();
     const created = Date.now();
     const hook = await stack.webhook(other, { events: ['*'] });
-    const request = await until(() => watcher.requests.find((r) => JSON.parse(r.body).type === 'webhook.created' && JSON.parse(r.body).data.resource_id === hook.id));
+    const request = await until(() =>
+      watcher.requests.find(
+        (r) => JSON.parse(r.body).type === 'webhook.created' && JSON.parse(r.body).data.resource_id === hook.id,
+      ),
+    );
     expect(request.at - created).toBeLessThan(1000);
     // The new webhook became active at the instant of its creation event: it does not receive it.
     await stack.ingest([auditEvent()]);
@@ -27,7 +32,10 @@ describe("the service's own events", () => {
 describe('an organisation without webhooks', () => {
   it('has its events claimed by fan-out (so the reconciler leaves them alone), with no delivery', async () => {
     const lonely = await createTestOrg(stack.api.db);
-    const r = await stack.api.call('POST', '/audit-events', { key: lonely.admin, body: { events: [auditEvent(), auditEvent()] } });
+    const r = await stack.api.call('POST', '/audit-events', {
+      key: lonely.admin,
+      body: { events: [auditEvent(), auditEvent()] },
+    });
     expect(r.status).toBe(202);
     const ids = r.body.ids as string[];
     await until(async () => {
@@ -45,7 +53,10 @@ describe('cached webhook configuration', () => {
     const hook = await stack.webhook(before, { events: ['policy.created'] });
     await stack.ingest([auditEvent()]);
     await until(() => (before.requests.length === 1 ? true : undefined));
-    const patched = await stack.api.call('PATCH', `/webhooks/${hook.id}`, { key: stack.org.admin, body: { url: after.url('/hook') } });
+    const patched = await stack.api.call('PATCH', `/webhooks/${hook.id}`, {
+      key: stack.org.admin,
+      body: { url: after.url('/hook') },
+    });
     expect(patched.status).toBe(200);
     await stack.ingest([auditEvent()]);
     await until(() => (after.requests.length === 1 ? true : undefined));
@@ -64,15 +75,25 @@ describe('exclusive attempts', () => {
     const hook = await stack.webhook(slow, { events: ['policy.created'] });
     await stack.ingest([auditEvent()]);
     await until(() => (slow.requests.length === 1 ? true : undefined));
-    const { rows } = await sqlPool(stack.api.db).query<{ id: string }>('SELECT id FROM deliveries WHERE webhook_id = $1', [hook.id]);
+    const { rows } = await sqlPool(stack.api.db).query<{ id: string }>(
+      'SELECT id FROM deliveries WHERE webhook_id = $1',
+      [hook.id],
+    );
     const id = rows[0]!.id;
     // Duplicated jobs (a reconciler pass, a stalled job re-run) while the attempt is in flight.
-    await stack.engine.queues.deliverNow(Array.from({ length: 20 }, () => id), stack.org.orgId);
+    await stack.engine.queues.deliverNow(
+      Array.from({ length: 20 }, () => id),
+      stack.org.orgId,
+    );
     for (let i = 0; i < 10; i++) await stack.engine.queues.deliverNow([id], stack.org.orgId);
-    await until(async () => ((await stack.engine.queues.counts('deliver', 'wait', 'active')).wait === 0 ? true : undefined));
+    await until(async () =>
+      (await stack.engine.queues.counts('deliver', 'wait', 'active')).wait === 0 ? true : undefined,
+    );
     release();
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
-    await until(async () => ((await stack.engine.queues.counts('deliver', 'wait', 'active', 'delayed')).active === 0 ? true : undefined));
+    await until(async () =>
+      (await stack.engine.queues.counts('deliver', 'wait', 'active', 'delayed')).active === 0 ? true : undefined,
+    );
     expect(slow.requests).toHaveLength(1);
     expect(delivery!.attempt_count).toBe(1);
   });
@@ -93,12 +114,16 @@ describe("a worker's room", () => {
       const room = 5 + tunables.DELIVER_CHUNK;
       // Three jobs of 200 (more than one fan-out runs itself): the first is let in, the next waits for room.
       await own.ingest(Array.from({ length: 3 * tunables.DELIVER_CHUNK }, () => auditEvent()));
-      const gauge = async (name: string) => (await own.engine.metrics.registry.getSingleMetric(name)!.get()).values[0]?.value ?? 0;
+      const gauge = async (name: string) =>
+        (await own.engine.metrics.registry.getSingleMetric(name)!.get()).values[0]?.value ?? 0;
       // Once the first job's lease has committed and the next job waits for room. (Within the 2 s slot deadline:
       // after it, deliveries turned away give their places back before their run releases their leases.)
       const leased = await until(async () => {
         if ((await gauge('gatehook_worker_runs_waiting')) < 1) return undefined;
-        const { rows } = await sqlPool(own.api.db).query<{ n: number }>('SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1 AND leased_until > now()', [hook.id]);
+        const { rows } = await sqlPool(own.api.db).query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM deliveries WHERE webhook_id = $1 AND leased_until > now()',
+          [hook.id],
+        );
         return rows[0]!.n > 0 ? rows[0]!.n : undefined;
       });
       expect(leased).toBeLessThanOrEqual(room);
@@ -133,7 +158,9 @@ describe('a burst turned away by a webhook that was slow to answer', () => {
       const ids = await own.ingest(Array.from({ length: 10 }, () => auditEvent()));
       // One fan-out runs all ten itself: two go, eight wait for a slot and are turned away at the 2 s slot wait,
       // while the two still hold theirs (their run, and the release of its leases, waits for them).
-      const gauge = async () => (await own.engine.metrics.registry.getSingleMetric('gatehook_worker_deliveries_in_progress')!.get()).values[0]?.value ?? 0;
+      const gauge = async () =>
+        (await own.engine.metrics.registry.getSingleMetric('gatehook_worker_deliveries_in_progress')!.get()).values[0]
+          ?.value ?? 0;
       await until(async () => (receiver.requests.length === 2 && (await gauge()) === 2 ? true : undefined), 15_000);
       // The two answer: the webhook has room, and the oldest of those it turned away are recalled before their run
       // has queued their waiting jobs. Those must go back now; the rest at the estimate (the two held 2 s each).

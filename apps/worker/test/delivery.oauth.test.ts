@@ -1,4 +1,10 @@
-import { bearerReply, startJwtBearerServer, startOidcProvider, TEST_SCOPE, TEST_RESOURCE } from '@gatehook/testkit/authorization-server';
+import {
+  bearerReply,
+  startJwtBearerServer,
+  startOidcProvider,
+  TEST_SCOPE,
+  TEST_RESOURCE,
+} from '@gatehook/testkit/authorization-server';
 import { startOtlpCollector, type OtlpCollector } from '@gatehook/testkit/otlp-collector';
 import { startProxy, type TestProxy } from '@gatehook/testkit/proxy';
 import { startReceiver, type TestReceiver } from '@gatehook/testkit/receiver';
@@ -10,16 +16,34 @@ import { until } from '@gatehook/testkit/until';
 
 type OidcServer = Awaited<ReturnType<typeof startOidcProvider>>;
 
-function clientCredentials(server: OidcServer, method: 'post' | 'basic' | 'jwt', overrides: Record<string, unknown> = {}) {
+function clientCredentials(
+  server: OidcServer,
+  method: 'post' | 'basic' | 'jwt',
+  overrides: Record<string, unknown> = {},
+) {
   const { clients } = server;
   const credential =
     method === 'jwt'
       ? { client_id: clients.jwt.clientId, private_key: clients.jwt.key.privateKeyPem, key_id: clients.jwt.keyId }
-      : { client_id: clients[method].clientId, client_secret: clients[method].clientSecret, client_auth: method === 'basic' ? 'basic' : 'body' };
-  return { type: 'oauth2_client_credentials', token_url: server.tokenUrl, scope: TEST_SCOPE, ...credential, ...overrides };
+      : {
+          client_id: clients[method].clientId,
+          client_secret: clients[method].clientSecret,
+          client_auth: method === 'basic' ? 'basic' : 'body',
+        };
+  return {
+    type: 'oauth2_client_credentials',
+    token_url: server.tokenUrl,
+    scope: TEST_SCOPE,
+    ...credential,
+    ...overrides,
+  };
 }
 
-async function latestAttempt(stack: Stack, webhookId: string, predicate: (a: { status_code: number; error: string }) => boolean) {
+async function latestAttempt(
+  stack: Stack,
+  webhookId: string,
+  predicate: (a: { status_code: number; error: string }) => boolean,
+) {
   const [delivery] = await stack.deliveries(webhookId, (items) => {
     const attempt = items[0]?.attempts.at(-1);
     return attempt !== undefined && predicate(attempt);
@@ -40,23 +64,28 @@ describe('deliveries with auth', () => {
     await server?.close();
   });
 
-  it.each(['post', 'basic', 'jwt'] as const)('client credentials with client authentication %s: the receiver gets a token the server issued', async (method) => {
-    const r = await stack.receiver(bearerReply(server));
-    const before = server.tokenRequests();
-    const hook = await stack.webhook(r, { events: ['policy.created'], auth: clientCredentials(server, method) });
-    const ids = await stack.ingest([auditEvent(), auditEvent()]);
-    await stack.settle(ids);
-    const deliveries = await stack.deliveries(hook.id, (items) => items.length === 2);
-    expect(deliveries.map((d) => d.status)).toEqual(['succeeded', 'succeeded']);
-    expect(r.requests).toHaveLength(2);
-    const token = String(r.requests[0]!.headers.authorization).slice('Bearer '.length);
-    const claims = await server.verify(token);
-    expect(claims).toMatchObject({ aud: TEST_RESOURCE, scope: TEST_SCOPE });
-    // The second delivery reused the cached token.
-    expect(r.requests[1]!.headers.authorization).toBe(r.requests[0]!.headers.authorization);
-    expect(server.tokenRequests() - before).toBe(1);
-    expect(await stack.engine.metrics.registry.getSingleMetricAsString('gatehook_oauth_token_fetches_total')).toMatch(/gatehook_oauth_token_fetches_total\{outcome="success"\} [1-9]/);
-  });
+  it.each(['post', 'basic', 'jwt'] as const)(
+    'client credentials with client authentication %s: the receiver gets a token the server issued',
+    async (method) => {
+      const r = await stack.receiver(bearerReply(server));
+      const before = server.tokenRequests();
+      const hook = await stack.webhook(r, { events: ['policy.created'], auth: clientCredentials(server, method) });
+      const ids = await stack.ingest([auditEvent(), auditEvent()]);
+      await stack.settle(ids);
+      const deliveries = await stack.deliveries(hook.id, (items) => items.length === 2);
+      expect(deliveries.map((d) => d.status)).toEqual(['succeeded', 'succeeded']);
+      expect(r.requests).toHaveLength(2);
+      const token = String(r.requests[0]!.headers.authorization).slice('Bearer '.length);
+      const claims = await server.verify(token);
+      expect(claims).toMatchObject({ aud: TEST_RESOURCE, scope: TEST_SCOPE });
+      // The second delivery reused the cached token.
+      expect(r.requests[1]!.headers.authorization).toBe(r.requests[0]!.headers.authorization);
+      expect(server.tokenRequests() - before).toBe(1);
+      expect(await stack.engine.metrics.registry.getSingleMetricAsString('gatehook_oauth_token_fetches_total')).toMatch(
+        /gatehook_oauth_token_fetches_total\{outcome="success"\} [1-9]/,
+      );
+    },
+  );
 
   it('at most 2 token requests for 100 concurrent deliveries of one webhook', async () => {
     const r = await stack.receiver(bearerReply(server));
@@ -73,7 +102,9 @@ describe('deliveries with auth', () => {
 
   it('a 401 from the receiver drops the token: the next attempt fetches a new one and succeeds', async () => {
     const accept = bearerReply(server);
-    const r = await stack.receiver((request, index) => (index === 0 ? { status: 401, body: 'token revoked' } : accept(request, index)));
+    const r = await stack.receiver((request, index) =>
+      index === 0 ? { status: 401, body: 'token revoked' } : accept(request, index),
+    );
     const before = server.tokenRequests();
     const hook = await stack.webhook(r, { events: ['policy.created'], auth: clientCredentials(server, 'basic') });
     const ids = await stack.ingest([auditEvent()]);
@@ -99,7 +130,14 @@ describe('deliveries with auth', () => {
     const before = server.tokenRequests();
     const patched = await stack.api.call('PATCH', `/webhooks/${hook.id}`, {
       key: stack.org.admin,
-      body: { auth: { ...clientCredentials(server, 'post'), client_secret: '', scope: `${TEST_SCOPE}` , audience: TEST_RESOURCE } },
+      body: {
+        auth: {
+          ...clientCredentials(server, 'post'),
+          client_secret: '',
+          scope: `${TEST_SCOPE}`,
+          audience: TEST_RESOURCE,
+        },
+      },
     });
     expect(patched.status).toBe(200);
     await stack.settle(await stack.ingest([auditEvent()]));
@@ -126,7 +164,15 @@ describe('the JWT-bearer grant (RFC 7523)', () => {
     const r = await stack.receiver(bearerReply(server));
     const hook = await stack.webhook(r, {
       events: ['policy.created'],
-      auth: { type: 'oauth2_jwt_bearer', token_url: server.tokenUrl, issuer: server.account.issuer, private_key: server.account.key.privateKeyPem, key_id: server.account.keyId, subject: 'admin@gatehook.test', scope: 'logs.write' },
+      auth: {
+        type: 'oauth2_jwt_bearer',
+        token_url: server.tokenUrl,
+        issuer: server.account.issuer,
+        private_key: server.account.key.privateKeyPem,
+        key_id: server.account.keyId,
+        subject: 'admin@gatehook.test',
+        scope: 'logs.write',
+      },
     });
     const ids = await stack.ingest([auditEvent()]);
     await stack.settle(ids);
@@ -134,7 +180,12 @@ describe('the JWT-bearer grant (RFC 7523)', () => {
     expect(delivery!.status).toBe('succeeded');
     expect(server.assertions).toHaveLength(1);
     const assertion = server.assertions[0]!;
-    expect(assertion).toMatchObject({ iss: server.account.issuer, sub: 'admin@gatehook.test', aud: server.tokenUrl, scope: 'logs.write' });
+    expect(assertion).toMatchObject({
+      iss: server.account.issuer,
+      sub: 'admin@gatehook.test',
+      aud: server.tokenUrl,
+      scope: 'logs.write',
+    });
     expect(assertion.exp! - assertion.iat!).toBeLessThanOrEqual(300);
     const claims = await server.verify(String(r.requests[0]!.headers.authorization).slice('Bearer '.length));
     expect(claims).toMatchObject({ sub: 'admin@gatehook.test', scope: 'logs.write' });
@@ -180,7 +231,10 @@ describe('token endpoint failures', () => {
 
   beforeAll(async () => {
     server = await startOidcProvider();
-    stack = await startStack({ CIRCUIT_BREAKER_SECONDS: '1', DELIVERY_RETRY_SCHEDULE: '0,0.3,0.3,0.3,0.3,0.3,0.3,0.3' });
+    stack = await startStack({
+      CIRCUIT_BREAKER_SECONDS: '1',
+      DELIVERY_RETRY_SCHEDULE: '0,0.3,0.3,0.3,0.3,0.3,0.3,0.3',
+    });
   });
   afterAll(async () => {
     await Promise.allSettled(endpoints.map((e) => e.close()));
@@ -196,7 +250,10 @@ describe('token endpoint failures', () => {
 
   it('invalid_client: the attempt fails with auth_failed and no request to the receiver, counts toward the breaker', async () => {
     const r = await stack.receiver();
-    const hook = await stack.webhook(r, { events: ['policy.created'], auth: clientCredentials(server, 'post', { client_secret: 'wrong-secret' }) });
+    const hook = await stack.webhook(r, {
+      events: ['policy.created'],
+      auth: clientCredentials(server, 'post', { client_secret: 'wrong-secret' }),
+    });
     await stack.ingest([auditEvent()]);
     const delivery = await latestAttempt(stack, hook.id, () => true);
     expect(delivery.attempts[0]).toMatchObject({ status_code: 0, error: 'auth_failed: invalid_client' });
@@ -206,7 +263,9 @@ describe('token endpoint failures', () => {
       30_000,
     ).then((webhook) => expect(webhook).toMatchObject({ status: 'disabled', disabled_reason: 'circuit_breaker' }));
     expect(r.requests).toHaveLength(0);
-    expect(await stack.engine.metrics.registry.getSingleMetricAsString('gatehook_oauth_token_fetches_total')).toMatch(/gatehook_oauth_token_fetches_total\{outcome="failure"\} [1-9]/);
+    expect(await stack.engine.metrics.registry.getSingleMetricAsString('gatehook_oauth_token_fetches_total')).toMatch(
+      /gatehook_oauth_token_fetches_total\{outcome="failure"\} [1-9]/,
+    );
 
     const tested = await stack.api.call('POST', `/webhooks/${hook.id}/test`, { key: stack.org.admin });
     expect(tested.status).toBe(200);
@@ -215,9 +274,31 @@ describe('token endpoint failures', () => {
   });
 
   it.each([
-    ['an HTTP error without an OAuth error body', () => tokenEndpoint(() => ({ status: 503, body: 'down for maintenance' })), 'auth_failed: http_503'],
-    ['an OAuth error body', () => tokenEndpoint(() => ({ status: 400, headers: { 'content-type': 'application/json' }, body: '{"error":"invalid_scope"}' })), 'auth_failed: invalid_scope'],
-    ['a 200 without access_token', () => tokenEndpoint(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"token_type":"Bearer"}' })), 'auth_failed: invalid_token_response'],
+    [
+      'an HTTP error without an OAuth error body',
+      () => tokenEndpoint(() => ({ status: 503, body: 'down for maintenance' })),
+      'auth_failed: http_503',
+    ],
+    [
+      'an OAuth error body',
+      () =>
+        tokenEndpoint(() => ({
+          status: 400,
+          headers: { 'content-type': 'application/json' },
+          body: '{"error":"invalid_scope"}',
+        })),
+      'auth_failed: invalid_scope',
+    ],
+    [
+      'a 200 without access_token',
+      () =>
+        tokenEndpoint(() => ({
+          status: 200,
+          headers: { 'content-type': 'application/json' },
+          body: '{"token_type":"Bearer"}',
+        })),
+      'auth_failed: invalid_token_response',
+    ],
     ['a token endpoint that hangs', () => tokenEndpoint(() => 'hang'), 'auth_failed: timeout'],
     [
       'a token endpoint that refuses connections',
@@ -230,7 +311,10 @@ describe('token endpoint failures', () => {
     ],
   ])('%s', async (_name, endpoint, error) => {
     const r = await stack.receiver();
-    const hook = await stack.webhook(r, { events: ['policy.created'], auth: { type: 'oauth2_client_credentials', token_url: await endpoint(), client_id: 'c', client_secret: 's' } });
+    const hook = await stack.webhook(r, {
+      events: ['policy.created'],
+      auth: { type: 'oauth2_client_credentials', token_url: await endpoint(), client_id: 'c', client_secret: 's' },
+    });
     await stack.ingest([auditEvent()]);
     const delivery = await latestAttempt(stack, hook.id, () => true);
     expect(delivery.attempts[0]).toMatchObject({ status_code: 0, error });
@@ -269,7 +353,9 @@ describe('token requests go out through the egress client', () => {
     const r = await stack.receiver();
     const hook = await stack.webhook(r, { events: ['policy.created'], auth: clientCredentials(server, 'post') });
     const row = await stack.api.db.webhook.findUniqueOrThrow({ where: { id: hook.id } });
-    await stack.writeWebhookRow(hook.id, { auth: { ...(row.auth as Record<string, unknown>), token_url: 'https://10.1.2.3/token' } });
+    await stack.writeWebhookRow(hook.id, {
+      auth: { ...(row.auth as Record<string, unknown>), token_url: 'https://10.1.2.3/token' },
+    });
     await stack.ingest([auditEvent()]);
     const delivery = await latestAttempt(stack, hook.id, () => true);
     expect(delivery.attempts[0]).toMatchObject({ status_code: 0, error: 'auth_failed: blocked_address' });
@@ -285,7 +371,11 @@ describe('a proxy that is down, for the token request', () => {
     server = await startOidcProvider();
     const dead = await startProxy();
     await dead.close();
-    stack = await startStack({ EGRESS_PROXY_URL: dead.url, CIRCUIT_BREAKER_SECONDS: '1', DELIVERY_RETRY_SCHEDULE: '0,0.3,0.3,0.3,0.3,0.3,0.3,0.3' });
+    stack = await startStack({
+      EGRESS_PROXY_URL: dead.url,
+      CIRCUIT_BREAKER_SECONDS: '1',
+      DELIVERY_RETRY_SCHEDULE: '0,0.3,0.3,0.3,0.3,0.3,0.3,0.3',
+    });
   });
   afterAll(async () => {
     await stack?.close();
@@ -313,7 +403,12 @@ describe('secrets and tokens stay out of every response, log line, span, audit d
     server = await startOidcProvider();
     collector = await startOtlpCollector();
     stack = await startStack(
-      { OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'gatehook-oauth', OTEL_BSP_SCHEDULE_DELAY: '50' },
+      {
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_SERVICE_NAME: 'gatehook-oauth',
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+      },
       { logLines },
     );
   });
@@ -331,11 +426,31 @@ describe('secrets and tokens stay out of every response, log line, span, audit d
       responses.push(res.text);
       return res;
     };
-    const created = await call('POST', '/webhooks', { key: stack.org.admin, body: { name: 'secret', url: r.url('/hook'), events: ['policy.created'], auth: clientCredentials(server, 'post') } });
+    const created = await call('POST', '/webhooks', {
+      key: stack.org.admin,
+      body: {
+        name: 'secret',
+        url: r.url('/hook'),
+        events: ['policy.created'],
+        auth: clientCredentials(server, 'post'),
+      },
+    });
     expect(created.status).toBe(201);
-    expect(created.body.auth).toEqual({ type: 'oauth2_client_credentials', token_url: server.tokenUrl, client_id: server.clients.post.clientId, client_auth: 'body', key_id: null, scope: TEST_SCOPE, audience: null, client_secret: '' });
+    expect(created.body.auth).toEqual({
+      type: 'oauth2_client_credentials',
+      token_url: server.tokenUrl,
+      client_id: server.clients.post.clientId,
+      client_auth: 'body',
+      key_id: null,
+      scope: TEST_SCOPE,
+      audience: null,
+      client_secret: '',
+    });
     const id = created.body.id as string;
-    const jwtPatch = await call('PATCH', `/webhooks/${id}`, { key: stack.org.admin, body: { auth: clientCredentials(server, 'jwt') } });
+    const jwtPatch = await call('PATCH', `/webhooks/${id}`, {
+      key: stack.org.admin,
+      body: { auth: clientCredentials(server, 'jwt') },
+    });
     expect(jwtPatch.body.auth).toMatchObject({ private_key: '', key_id: server.clients.jwt.keyId });
     expect(jwtPatch.body.auth.client_secret).toBeUndefined();
     await call('PATCH', `/webhooks/${id}`, { key: stack.org.admin, body: { auth: clientCredentials(server, 'post') } });
@@ -353,13 +468,22 @@ describe('secrets and tokens stay out of every response, log line, span, audit d
     expect(tokens.length).toBeGreaterThanOrEqual(1);
     const audit = await stack.api.db.auditEvent.findMany({ where: { orgId: stack.org.orgId } });
     expect(audit.some((e) => JSON.stringify(e.changes).includes('"auth"'))).toBe(true);
-    await until(async () => collector.spans().filter((s) => s.name === 'gatehook.delivery.attempt').length, (n) => n >= 1);
+    await until(
+      async () => collector.spans().filter((s) => s.name === 'gatehook.delivery.attempt').length,
+      (n) => n >= 1,
+    );
 
     const keyBody = server.clients.jwt.key.privateKeyPem.split('\n')[1]!;
     const secrets = [server.clients.post.clientSecret, keyBody, ...tokens];
-    const places = { responses: responses.join('\n'), logs: logLines.join('\n'), spans: JSON.stringify(collector.requests.map((q) => q.body.toString('utf8'))), audit: JSON.stringify(audit) };
+    const places = {
+      responses: responses.join('\n'),
+      logs: logLines.join('\n'),
+      spans: JSON.stringify(collector.requests.map((q) => q.body.toString('utf8'))),
+      audit: JSON.stringify(audit),
+    };
     for (const secret of secrets) {
-      for (const [place, text] of Object.entries(places)) expect({ place, leaked: text.includes(secret) }).toEqual({ place, leaked: false });
+      for (const [place, text] of Object.entries(places))
+        expect({ place, leaked: text.includes(secret) }).toEqual({ place, leaked: false });
     }
   });
 });

@@ -5,7 +5,8 @@ import { auditEvent, useStack } from '@gatehook/testkit/stack';
 // value again, and what was rendered for the old receiver never reaches the new one. Real API, worker, receivers.
 const stack = useStack();
 
-const call = (method: string, path: string, body?: unknown) => stack.api.call(method, path, { key: stack.org.admin, body });
+const call = (method: string, path: string, body?: unknown) =>
+  stack.api.call(method, path, { key: stack.org.admin, body });
 const TEMPLATE = '{"id": {{ json .ID }}, "token": {{ json .Vars.token }}}';
 const tokenOf = (request: ReceivedRequest): string => (JSON.parse(request.body) as { token: string }).token;
 
@@ -13,11 +14,20 @@ describe('a PATCH that moves the URL to another origin', () => {
   it('refuses blank (kept) values of vars and headers, and maps left out, naming each', async () => {
     const old = await stack.receiver();
     const moved = await stack.receiver();
-    const hook = await stack.webhook(old, { events: ['policy.created'], template: TEMPLATE, vars: { token: 'old-var' }, headers: { 'X-Token': 'old-header' } });
+    const hook = await stack.webhook(old, {
+      events: ['policy.created'],
+      template: TEMPLATE,
+      vars: { token: 'old-var' },
+      headers: { 'X-Token': 'old-header' },
+    });
     const message = "must be supplied again when the URL's origin changes";
     const before = (await call('GET', `/webhooks/${hook.id}`)).body;
 
-    const blank = await call('PATCH', `/webhooks/${hook.id}`, { url: moved.url('/hook'), vars: { token: '' }, headers: { 'X-Token': '' } });
+    const blank = await call('PATCH', `/webhooks/${hook.id}`, {
+      url: moved.url('/hook'),
+      vars: { token: '' },
+      headers: { 'X-Token': '' },
+    });
     expect(blank.status).toBe(422);
     expect(blank.body.error.code).toBe('validation_error');
     expect(blank.body.error.details).toEqual([
@@ -38,9 +48,16 @@ describe('a PATCH that moves the URL to another origin', () => {
 
   it('with every value supplied: 200, earlier deliveries are no longer retryable, and only new values go out', async () => {
     let mode: 'fail' | 'throttle' = 'fail';
-    const old = await stack.receiver(() => (mode === 'fail' ? { status: 500 } : { status: 429, headers: { 'retry-after': '3600' } }));
+    const old = await stack.receiver(() =>
+      mode === 'fail' ? { status: 500 } : { status: 429, headers: { 'retry-after': '3600' } },
+    );
     const moved = await stack.receiver();
-    const hook = await stack.webhook(old, { events: ['policy.created'], template: TEMPLATE, vars: { token: 'old-var' }, headers: { 'X-Token': 'old-header' } });
+    const hook = await stack.webhook(old, {
+      events: ['policy.created'],
+      template: TEMPLATE,
+      vars: { token: 'old-var' },
+      headers: { 'X-Token': 'old-header' },
+    });
     const since = new Date(Date.now() - 1000).toISOString();
 
     // One delivery failed for good (retryable), one waiting on a 429 (pending, next attempt in an hour).
@@ -49,10 +66,17 @@ describe('a PATCH that moves the URL to another origin', () => {
     expect(failed!.retryable).toBe(true);
     mode = 'throttle';
     await stack.ingest([auditEvent()]);
-    const waiting = await stack.deliveries(hook.id, (items) => items.length === 2 && items[0]!.status === 'pending' && items[0]!.attempt_count === 1);
+    const waiting = await stack.deliveries(
+      hook.id,
+      (items) => items.length === 2 && items[0]!.status === 'pending' && items[0]!.attempt_count === 1,
+    );
     const pendingId = waiting[0]!.id;
 
-    const patched = await call('PATCH', `/webhooks/${hook.id}`, { url: moved.url('/hook'), vars: { token: 'new-var' }, headers: { 'X-Token': 'new-header' } });
+    const patched = await call('PATCH', `/webhooks/${hook.id}`, {
+      url: moved.url('/hook'),
+      vars: { token: 'new-var' },
+      headers: { 'X-Token': 'new-header' },
+    });
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ vars: { token: '' }, headers: { 'X-Token': '' } });
 
@@ -67,7 +91,10 @@ describe('a PATCH that moves the URL to another origin', () => {
     const recover = await call('POST', `/webhooks/${hook.id}/recover`, { since });
     expect(recover.status).toBe(202);
     for (;;) {
-      const task = (await call('GET', `/webhooks/${hook.id}/tasks/${recover.body.id}`)).body as { status: string; total: number | null };
+      const task = (await call('GET', `/webhooks/${hook.id}/tasks/${recover.body.id}`)).body as {
+        status: string;
+        total: number | null;
+      };
       if (task.status !== 'running') {
         expect(task).toMatchObject({ status: 'succeeded', total: 0 });
         break;
@@ -95,11 +122,20 @@ describe('a PATCH that moves the URL to another origin', () => {
 
   it('a change within the origin keeps blank values, and earlier deliveries stay retryable', async () => {
     const old = await stack.receiver(() => ({ status: 500 }));
-    const hook = await stack.webhook(old, { events: ['policy.created'], template: TEMPLATE, vars: { token: 'kept-var' }, headers: { 'X-Token': 'kept-header' } });
+    const hook = await stack.webhook(old, {
+      events: ['policy.created'],
+      template: TEMPLATE,
+      vars: { token: 'kept-var' },
+      headers: { 'X-Token': 'kept-header' },
+    });
     await stack.ingest([auditEvent()]);
     const [failed] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed');
 
-    const patched = await call('PATCH', `/webhooks/${hook.id}`, { url: old.url('/other-path'), vars: { token: '' }, headers: { 'X-Token': '' } });
+    const patched = await call('PATCH', `/webhooks/${hook.id}`, {
+      url: old.url('/other-path'),
+      vars: { token: '' },
+      headers: { 'X-Token': '' },
+    });
     expect(patched.status).toBe(200);
     const detail = await call('GET', `/webhooks/${hook.id}/deliveries/${failed!.id}`);
     expect(detail.body).toMatchObject({ status: 'failed', retryable: true });

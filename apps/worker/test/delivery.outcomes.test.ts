@@ -6,12 +6,16 @@ import { until } from '@gatehook/testkit/until';
 
 const stack = useStack();
 
-
 describe('a delivered event', () => {
   it('is a signed Standard Webhooks POST with reserved headers first and the envelope as body', async () => {
     const r = await stack.receiver();
-    const hook = await stack.webhook(r, { events: ['policy.created'], headers: { 'X-Team': 'sec', Authorization: 'Bearer abc' } });
-    const [eventId] = await stack.ingest([auditEvent({ created_at: '2026-11-21T10:00:00.123Z', context: { ip: '10.0.0.1' } })]);
+    const hook = await stack.webhook(r, {
+      events: ['policy.created'],
+      headers: { 'X-Team': 'sec', Authorization: 'Bearer abc' },
+    });
+    const [eventId] = await stack.ingest([
+      auditEvent({ created_at: '2026-11-21T10:00:00.123Z', context: { ip: '10.0.0.1' } }),
+    ]);
     await r.waitFor((reqs) => reqs.length === 1);
     const req = r.requests[0]!;
 
@@ -19,7 +23,13 @@ describe('a delivered event', () => {
     expect(req.headers['content-type']).toBe('application/json');
     expect(req.headers['user-agent']).toMatch(/^Gatehook-Webhooks\/\d+\.\d+\.\d+$/);
     // Reserved headers first (their order among themselves is the HTTP client's), custom headers after.
-    expect([...req.headerOrder.slice(0, 5)].sort()).toEqual(['content-type', 'user-agent', 'webhook-id', 'webhook-signature', 'webhook-timestamp']);
+    expect([...req.headerOrder.slice(0, 5)].sort()).toEqual([
+      'content-type',
+      'user-agent',
+      'webhook-id',
+      'webhook-signature',
+      'webhook-timestamp',
+    ]);
     expect(req.headerOrder.indexOf('x-team')).toBeGreaterThan(req.headerOrder.indexOf('webhook-signature'));
     expect(req.headers['x-team']).toBe('sec');
     expect(req.headers.authorization).toBe('Bearer abc');
@@ -27,7 +37,13 @@ describe('a delivered event', () => {
 
     const headers = req.headers as Record<string, string>;
     expect(new StandardWebhook(hook.secret).verify(req.body, headers)).toBeTruthy();
-    expect(new SvixWebhook(hook.secret).verify(req.body, { 'svix-id': headers['webhook-id']!, 'svix-timestamp': headers['webhook-timestamp']!, 'svix-signature': headers['webhook-signature']! })).toBeTruthy();
+    expect(
+      new SvixWebhook(hook.secret).verify(req.body, {
+        'svix-id': headers['webhook-id']!,
+        'svix-timestamp': headers['webhook-timestamp']!,
+        'svix-signature': headers['webhook-signature']!,
+      }),
+    ).toBeTruthy();
     expect(() => new StandardWebhook(hook.secret).verify(`${req.body} `, headers)).toThrow();
 
     expect(JSON.parse(req.body)).toEqual({
@@ -55,7 +71,9 @@ describe('a delivered event', () => {
     expect(delivery!.id).toBe(req.headers['webhook-id']);
     expect(delivery).toMatchObject({ event_count: 1, attempt_count: 1, retryable: false });
     expect(delivery!.next_retry_at).toBeUndefined();
-    expect(delivery!.attempts).toEqual([{ at: expect.any(String), status_code: 200, error: '', duration_ms: expect.any(Number), response_snippet: 'ok' }]);
+    expect(delivery!.attempts).toEqual([
+      { at: expect.any(String), status_code: 200, error: '', duration_ms: expect.any(Number), response_snippet: 'ok' },
+    ]);
   });
 
   it('goes only to webhooks subscribed to its action', async () => {
@@ -63,7 +81,9 @@ describe('a delivered event', () => {
     const other = await stack.receiver();
     await stack.webhook(subscribed, { events: ['anomaly_finding.created'] });
     await stack.webhook(other, { events: ['tag.created'] });
-    await stack.settle(await stack.ingest([auditEvent({ action: 'anomaly_finding.created', payload: { severity: 'high' } })]));
+    await stack.settle(
+      await stack.ingest([auditEvent({ action: 'anomaly_finding.created', payload: { severity: 'high' } })]),
+    );
     expect(subscribed.requests).toHaveLength(1);
     expect(other.requests).toHaveLength(0);
   });
@@ -85,7 +105,10 @@ describe('responses (SPEC 6.6)', () => {
     const hook = await stack.webhook(r);
     await stack.ingest([auditEvent()]);
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
-    expect(delivery!.attempts.map((a) => [a.status_code, a.error, a.response_snippet])).toEqual([[500, 'http_500', 'boom'], [204, '', '']]);
+    expect(delivery!.attempts.map((a) => [a.status_code, a.error, a.response_snippet])).toEqual([
+      [500, 'http_500', 'boom'],
+      [204, '', ''],
+    ]);
     expect(r.requests[0]!.headers['webhook-id']).toBe(r.requests[1]!.headers['webhook-id']);
     const webhook = await stack.api.call('GET', `/webhooks/${hook.id}`, { key: stack.org.admin });
     expect(webhook.body.failing_since).toBeNull();
@@ -111,7 +134,9 @@ describe('responses (SPEC 6.6)', () => {
     expect([...times].sort((a, b) => a - b)).toEqual(times);
     expect(delivery!.retryable).toBe(true);
     expect(delivery!.next_retry_at).toBeUndefined();
-    const detail = await stack.api.call('GET', `/webhooks/${hook.id}/deliveries/${delivery!.id}`, { key: stack.org.admin });
+    const detail = await stack.api.call('GET', `/webhooks/${hook.id}/deliveries/${delivery!.id}`, {
+      key: stack.org.admin,
+    });
     expect(detail.body.error).toBe('attempts_exhausted');
   });
 
@@ -124,14 +149,21 @@ describe('responses (SPEC 6.6)', () => {
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed');
     expect(delivery!.attempt_count).toBe(1);
     // The attempt's record commits first and the disable follows it (AttemptRunner.flush): wait for the second.
-    const webhook = await until(() => stack.api.call('GET', `/webhooks/${hook.id}`, { key: stack.org.admin }), (w) => w.body.status !== 'active');
+    const webhook = await until(
+      () => stack.api.call('GET', `/webhooks/${hook.id}`, { key: stack.org.admin }),
+      (w) => w.body.status !== 'active',
+    );
     expect(webhook.body).toMatchObject({ status: 'disabled', disabled_reason: 'gone' });
 
     const notes = await stack.api.call('GET', '/notifications', { key: stack.org.admin });
-    expect(notes.body.items).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'webhook_disabled', webhook_id: hook.id })]));
+    expect(notes.body.items).toEqual(
+      expect.arrayContaining([expect.objectContaining({ kind: 'webhook_disabled', webhook_id: hook.id })]),
+    );
 
     await watcher.waitFor((reqs) => reqs.some((q) => JSON.parse(q.body).data.payload.webhook_id === hook.id));
-    const disabledEvent = JSON.parse(watcher.requests.find((q) => JSON.parse(q.body).data.payload.webhook_id === hook.id)!.body);
+    const disabledEvent = JSON.parse(
+      watcher.requests.find((q) => JSON.parse(q.body).data.payload.webhook_id === hook.id)!.body,
+    );
     expect(disabledEvent.type).toBe('webhook.disabled');
     expect(disabledEvent.data.payload).toEqual({ webhook_id: hook.id, webhook_name: 'test', reason: 'gone' });
     // Only the webhook that answered 410 is disabled.
@@ -139,7 +171,9 @@ describe('responses (SPEC 6.6)', () => {
   });
 
   it('a 429 waits for Retry-After without consuming an attempt or starting a streak', async () => {
-    const r = await stack.receiver((_req, i) => (i < 2 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 200 }));
+    const r = await stack.receiver((_req, i) =>
+      i < 2 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 200 },
+    );
     const hook = await stack.webhook(r);
     await stack.ingest([auditEvent()]);
     const waiting = await stack.deliveries(hook.id, (items) => items[0]?.attempt_count === 1);
@@ -156,7 +190,9 @@ describe('responses (SPEC 6.6)', () => {
 
   it('429s never count towards the 8 attempts', async () => {
     // Alternating 429 and 500: 8 failures need 15 requests.
-    const r = await stack.receiver((_req, i) => (i % 2 === 0 ? { status: 500 } : { status: 429, headers: { 'retry-after': '0' } }));
+    const r = await stack.receiver((_req, i) =>
+      i % 2 === 0 ? { status: 500 } : { status: 429, headers: { 'retry-after': '0' } },
+    );
     const hook = await stack.webhook(r);
     await stack.ingest([auditEvent()]);
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed', 25_000);
@@ -201,10 +237,14 @@ describe('unreadable secrets', () => {
     const r = await stack.receiver();
     const hook = await stack.webhook(r);
     const foreignKey = new SecretBox(generateEncryptionKey());
-    await stack.writeWebhookRow(hook.id, { secretEncrypted: foreignKey.encrypt('whsec_x', { column: 'webhooks.secret_encrypted', row: hook.id }) });
+    await stack.writeWebhookRow(hook.id, {
+      secretEncrypted: foreignKey.encrypt('whsec_x', { column: 'webhooks.secret_encrypted', row: hook.id }),
+    });
     await stack.ingest([auditEvent()]);
     const [delivery] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed');
-    const detail = await stack.api.call('GET', `/webhooks/${hook.id}/deliveries/${delivery!.id}`, { key: stack.org.admin });
+    const detail = await stack.api.call('GET', `/webhooks/${hook.id}/deliveries/${delivery!.id}`, {
+      key: stack.org.admin,
+    });
     expect(detail.body.error).toMatch(/^secret_unreadable/);
     expect(r.requests).toHaveLength(0);
   });
@@ -223,7 +263,11 @@ describe('secret rotation', () => {
     expect(headers['webhook-signature']!.split(' ').every((s) => s.startsWith('v1,'))).toBe(true);
     expect(new StandardWebhook(rotated.body.secret).verify(r.requests[0]!.body, headers)).toBeTruthy();
     expect(new StandardWebhook(hook.secret).verify(r.requests[0]!.body, headers)).toBeTruthy();
-    const newest = new StandardWebhook(rotated.body.secret).sign(headers['webhook-id']!, new Date(Number(headers['webhook-timestamp']) * 1000), r.requests[0]!.body);
+    const newest = new StandardWebhook(rotated.body.secret).sign(
+      headers['webhook-id']!,
+      new Date(Number(headers['webhook-timestamp']) * 1000),
+      r.requests[0]!.body,
+    );
     expect(headers['webhook-signature']!.split(' ')[0]).toBe(newest);
   });
 });

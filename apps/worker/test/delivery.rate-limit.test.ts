@@ -52,9 +52,13 @@ it('delivers 500 events to a webhook limited to 50/s over two engines, all of th
   const arrivals = r.requests.map((q) => q.at);
   // Any delivery that arrived twice, with its recorded attempts, so a failure says why.
   const arrivalsOf = new Map<string, number>();
-  for (const q of r.requests) arrivalsOf.set(String(q.headers['webhook-id']), (arrivalsOf.get(String(q.headers['webhook-id'])) ?? 0) + 1);
+  for (const q of r.requests)
+    arrivalsOf.set(String(q.headers['webhook-id']), (arrivalsOf.get(String(q.headers['webhook-id'])) ?? 0) + 1);
   const twice = [...arrivalsOf].filter(([, n]) => n > 1).map(([id]) => id);
-  const attemptsOfTwice = await stack.api.db.deliveryAttempt.findMany({ where: { deliveryId: { in: twice } }, select: { deliveryId: true, at: true, statusCode: true, error: true, durationMs: true } });
+  const attemptsOfTwice = await stack.api.db.deliveryAttempt.findMany({
+    where: { deliveryId: { in: twice } },
+    select: { deliveryId: true, at: true, statusCode: true, error: true, durationMs: true },
+  });
   expect(attemptsOfTwice).toEqual([]);
   expect(r.requests).toHaveLength(EVENTS);
   expect(new Set(r.requests.map((q) => q.headers['webhook-id'])).size).toBe(EVENTS);
@@ -65,13 +69,17 @@ it('delivers 500 events to a webhook limited to 50/s over two engines, all of th
   expect(span).toBeGreaterThanOrEqual(9_900);
 
   // Both engines sent some of them (the first fans out and starts its deliveries; those turned away return as jobs).
-  const succeeded = async (engine: typeof second) => (await engine.metrics.deliveries.get()).values.find((v) => v.labels.outcome === 'succeeded')?.value ?? 0;
+  const succeeded = async (engine: typeof second) =>
+    (await engine.metrics.deliveries.get()).values.find((v) => v.labels.outcome === 'succeeded')?.value ?? 0;
   const [byFirst, bySecond] = [await succeeded(stack.engine), await succeeded(second)];
   expect(byFirst + bySecond).toBeGreaterThanOrEqual(EVENTS);
   expect(bySecond).toBeGreaterThan(0);
 
   // Waiting for a turn is no attempt and no failure.
-  const delivered = await stack.api.db.delivery.findMany({ where: { webhookId: hook.id }, select: { status: true, attemptCount: true } });
+  const delivered = await stack.api.db.delivery.findMany({
+    where: { webhookId: hook.id },
+    select: { status: true, attemptCount: true },
+  });
   expect(delivered.every((d) => d.status === 'succeeded' && d.attemptCount === 1)).toBe(true);
 }, 120_000);
 
@@ -94,7 +102,9 @@ it('makes a test send take a turn of the rate too: concurrent test sends beyond 
   const r = await stack.receiver();
   const hook = await stack.webhook(r, { events: ['policy.created'], rate_limit_per_second: 1 });
   // Five at once at 1/s: turns are 1.02 s apart and a test send waits at most 2 s for one, so some cannot have one.
-  const answers = await Promise.all(Array.from({ length: 5 }, () => stack.api.call('POST', `/webhooks/${hook.id}/test`, { key: stack.org.admin })));
+  const answers = await Promise.all(
+    Array.from({ length: 5 }, () => stack.api.call('POST', `/webhooks/${hook.id}/test`, { key: stack.org.admin })),
+  );
   const sent = answers.filter((a) => a.status === 200);
   const refused = answers.filter((a) => a.status === 429);
   expect(sent.length + refused.length).toBe(5);

@@ -95,7 +95,10 @@ describe('manual retry (SPEC 4.1)', () => {
     const first = r.requests[0]!;
     // Large enough to be stored deflated (packages/delivery/src/render/stored-body.ts).
     expect(first.body.length).toBeGreaterThan(tunables.COMPRESS_FROM_LENGTH);
-    const stored = await stack.api.db.delivery.findUniqueOrThrow({ where: { id: failed!.id }, select: { bodyEncrypted: true } });
+    const stored = await stack.api.db.delivery.findUniqueOrThrow({
+      where: { id: failed!.id },
+      select: { bodyEncrypted: true },
+    });
     expect(stored.bodyEncrypted!.length).toBeLessThan(first.body.length / 2);
 
     healthy = true;
@@ -106,7 +109,9 @@ describe('manual retry (SPEC 4.1)', () => {
     expect(last.headers['webhook-id']).toBe(first.headers['webhook-id']);
     // Signed afresh over the same bytes (standardwebhooks' verify() parses the body as JSON, which ndjson is not).
     const key = Buffer.from(hook.secret.replace(/^whsec_/, ''), 'base64');
-    const expected = createHmac('sha256', key).update(`${last.headers['webhook-id']}.${last.headers['webhook-timestamp']}.${last.body}`).digest('base64');
+    const expected = createHmac('sha256', key)
+      .update(`${last.headers['webhook-id']}.${last.headers['webhook-timestamp']}.${last.body}`)
+      .digest('base64');
     expect(String(last.headers['webhook-signature']).split(' ')).toContain(`v1,${expected}`);
   });
 
@@ -116,7 +121,11 @@ describe('manual retry (SPEC 4.1)', () => {
     await stack.ingest([auditEvent()]);
     const [failed] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed', 20_000);
     await call('POST', `/webhooks/${hook.id}/deliveries/${failed!.id}/retry`);
-    const [again] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed' && items[0].attempt_count > 8, 20_000);
+    const [again] = await stack.deliveries(
+      hook.id,
+      (items) => items[0]?.status === 'failed' && items[0].attempt_count > 8,
+      20_000,
+    );
     expect(again!.attempt_count).toBe(16);
   });
 
@@ -131,9 +140,13 @@ describe('manual retry (SPEC 4.1)', () => {
     const refused = await call('POST', `/webhooks/${hook.id}/deliveries/${delivery!.id}/retry`);
     expect(refused.status).toBe(409);
     expect(refused.body.error.message).toMatch(/disabled/);
-    expect((await call('POST', `/webhooks/${hook.id}/deliveries/6a0e0d7c-0000-4000-8000-000000000000/retry`)).status).toBe(404);
+    expect(
+      (await call('POST', `/webhooks/${hook.id}/deliveries/6a0e0d7c-0000-4000-8000-000000000000/retry`)).status,
+    ).toBe(404);
     const stranger = await createTestOrg(stack.api.db);
-    const other = await stack.api.call('POST', `/webhooks/${hook.id}/deliveries/${delivery!.id}/retry`, { key: stranger.admin });
+    const other = await stack.api.call('POST', `/webhooks/${hook.id}/deliveries/${delivery!.id}/retry`, {
+      key: stranger.admin,
+    });
     expect(other.status).toBe(404);
   });
 });
@@ -145,12 +158,20 @@ describe('test send (SPEC 4.2)', () => {
     await call('POST', `/webhooks/${hook.id}/disable`);
     const result = await call('POST', `/webhooks/${hook.id}/test`);
     expect(result.status).toBe(200);
-    expect(result.body).toEqual({ success: false, status_code: 500, error: 'http_500', duration_ms: expect.any(Number), response_snippet: 'receiver down' });
+    expect(result.body).toEqual({
+      success: false,
+      status_code: 500,
+      error: 'http_500',
+      duration_ms: expect.any(Number),
+      response_snippet: 'receiver down',
+    });
     expect(r.requests).toHaveLength(1);
     const body = JSON.parse(r.requests[0]!.body);
     expect(body.type).toBe('webhook.test');
     expect(body.data.payload).toEqual({ webhook_id: hook.id, webhook_name: 'test' });
-    expect(new StandardWebhook(hook.secret).verify(r.requests[0]!.body, r.requests[0]!.headers as Record<string, string>)).toBeTruthy();
+    expect(
+      new StandardWebhook(hook.secret).verify(r.requests[0]!.body, r.requests[0]!.headers as Record<string, string>),
+    ).toBeTruthy();
 
     r.reply(() => ({ status: 200, body: 'fine' }));
     const ok = await call('POST', `/webhooks/${hook.id}/test`);
@@ -173,7 +194,10 @@ describe('test send (SPEC 4.2)', () => {
 
 describe('circuit breaker', () => {
   it('disables a webhook failing for CIRCUIT_BREAKER_SECONDS, with a notification and a webhook.disabled event', async () => {
-    const breaker = await startStack({ CIRCUIT_BREAKER_SECONDS: '1', DELIVERY_RETRY_SCHEDULE: '0,0.4,0.4,0.4,0.4,0.4,0.4,0.4' });
+    const breaker = await startStack({
+      CIRCUIT_BREAKER_SECONDS: '1',
+      DELIVERY_RETRY_SCHEDULE: '0,0.4,0.4,0.4,0.4,0.4,0.4,0.4',
+    });
     const r = await breaker.receiver(() => ({ status: 500 }));
     const call = (method: string, path: string) => breaker.api.call(method, path, { key: breaker.org.admin });
     try {
@@ -187,8 +211,14 @@ describe('circuit breaker', () => {
       } while (webhook.body.status !== 'disabled' && Date.now() < deadline);
       expect(webhook.body).toMatchObject({ status: 'disabled', disabled_reason: 'circuit_breaker' });
       const notes = await call('GET', '/notifications');
-      expect(notes.body.items.some((n: { webhook_id: string; kind: string }) => n.webhook_id === hook.id && n.kind === 'webhook_disabled')).toBe(true);
-      const event = await breaker.api.db.auditEvent.findFirst({ where: { orgId: breaker.org.orgId, action: 'webhook.disabled', resourceId: hook.id } });
+      expect(
+        notes.body.items.some(
+          (n: { webhook_id: string; kind: string }) => n.webhook_id === hook.id && n.kind === 'webhook_disabled',
+        ),
+      ).toBe(true);
+      const event = await breaker.api.db.auditEvent.findFirst({
+        where: { orgId: breaker.org.orgId, action: 'webhook.disabled', resourceId: hook.id },
+      });
       expect(event!.payload).toEqual({ webhook_id: hook.id, webhook_name: 'test', reason: 'circuit_breaker' });
 
       const enabled = await call('POST', `/webhooks/${hook.id}/enable`);
@@ -201,7 +231,11 @@ describe('circuit breaker', () => {
 
 describe('isolation', () => {
   it('an endpoint that times out on every attempt does not hold back deliveries to others', async () => {
-    const isolated = await startStack({ DELIVERY_CONCURRENCY: '4', DELIVERY_ORIGIN_CONCURRENCY: '2', DELIVERY_TIMEOUT_MS: '8000' });
+    const isolated = await startStack({
+      DELIVERY_CONCURRENCY: '4',
+      DELIVERY_ORIGIN_CONCURRENCY: '2',
+      DELIVERY_TIMEOUT_MS: '8000',
+    });
     const slow = await isolated.receiver(() => 'hang');
     const fast = await isolated.receiver();
     try {
@@ -210,10 +244,16 @@ describe('isolation', () => {
       await isolated.ingest(Array.from({ length: 10 }, () => auditEvent({ action: 'gateway.tool.error' })));
       await slow.waitFor((reqs) => reqs.length >= 2);
       await isolated.ingest(Array.from({ length: 10 }, () => auditEvent({ action: 'gateway.tool.called' })));
-      await isolated.deliveries(healthy.id, (items) => items.length === 10 && items.every((d) => d.status === 'succeeded'), 7_000);
+      await isolated.deliveries(
+        healthy.id,
+        (items) => items.length === 10 && items.every((d) => d.status === 'succeeded'),
+        7_000,
+      );
       // Every healthy delivery finished while the slow endpoint's first attempts were still hanging: with 4 slots,
       // had the 10 slow deliveries taken them all, nothing else could have been sent before they timed out.
-      const slowDeliveries = await isolated.api.call('GET', `/webhooks/${stuck.id}/deliveries?limit=100`, { key: isolated.org.admin });
+      const slowDeliveries = await isolated.api.call('GET', `/webhooks/${stuck.id}/deliveries?limit=100`, {
+        key: isolated.org.admin,
+      });
       expect(slowDeliveries.body.items.every((d: { attempt_count: number }) => d.attempt_count === 0)).toBe(true);
       expect(slow.inFlight().max).toBe(2);
     } finally {

@@ -26,18 +26,25 @@ async function attemptsOf(org: TestOrg, webhookId: string): Promise<number[]> {
 const hanging = (receiver: TestReceiver) => receiver.requests.filter((q) => q.path.startsWith('/hang')).length;
 
 describe('fair share of the worker (CONTRACT 15)', () => {
-  it('one path that never answers does not hold back 20 other tenants\' webhooks on the same origin', async () => {
+  it("one path that never answers does not hold back 20 other tenants' webhooks on the same origin", async () => {
     // One origin, as every tenant's Slack or PagerDuty webhook shares one: paths tell the webhooks apart.
     const receiver = await stack.receiver((q) => (q.path.startsWith('/hang') ? 'hang' : { status: 200 }));
     const stuck = await webhookOf(stack.org, receiver.url('/hang'), ['gateway.tool.error']);
-    await ingestAs(stack.org, Array.from({ length: 40 }, () => auditEvent({ action: 'gateway.tool.error' })));
+    await ingestAs(
+      stack.org,
+      Array.from({ length: 40 }, () => auditEvent({ action: 'gateway.tool.error' })),
+    );
     await receiver.waitFor(() => hanging(receiver) >= 2);
 
     const tenants = await Promise.all(Array.from({ length: 4 }, () => createTestOrg(stack.api.db)));
     for (const [t, org] of tenants.entries()) {
       for (let w = 0; w < 5; w += 1) await webhookOf(org, receiver.url(`/ok/${t}/${w}`), ['gateway.tool.called']);
     }
-    for (const org of tenants) await ingestAs(org, Array.from({ length: 5 }, () => auditEvent({ action: 'gateway.tool.called' })));
+    for (const org of tenants)
+      await ingestAs(
+        org,
+        Array.from({ length: 5 }, () => auditEvent({ action: 'gateway.tool.called' })),
+      );
     // 4 tenants × 5 webhooks × 5 events. With 10 slots per origin (the old default) the hanging path held them all
     // until its timeout, and none of these went out.
     await receiver.waitFor((reqs) => reqs.filter((q) => q.path.startsWith('/ok/')).length >= 100, 25_000);
@@ -48,19 +55,25 @@ describe('fair share of the worker (CONTRACT 15)', () => {
     expect(receiver.inFlight().now).toBeLessThanOrEqual(10);
   });
 
-  it('one organisation\'s five endpoints that never answer leave another organisation its deliveries', async () => {
+  it("one organisation's five endpoints that never answer leave another organisation its deliveries", async () => {
     const a = await createTestOrg(stack.api.db);
     const dead = await Promise.all(Array.from({ length: 5 }, () => stack.receiver(() => 'hang')));
     const deadHooks = [];
     for (const r of dead) deadHooks.push(await webhookOf(a, r.url('/hang'), ['policy.created']));
-    await ingestAs(a, Array.from({ length: 20 }, () => auditEvent({ action: 'policy.created' })));
+    await ingestAs(
+      a,
+      Array.from({ length: 20 }, () => auditEvent({ action: 'policy.created' })),
+    );
     // Each endpoint is holding requests: with 10 slots per origin (the old default) the five held all 50 slots.
     for (const r of dead) await r.waitFor((reqs) => reqs.length >= 1);
 
     const b = await createTestOrg(stack.api.db);
     const healthy = await stack.receiver();
     await webhookOf(b, healthy.url('/b'), ['policy.created']);
-    await ingestAs(b, Array.from({ length: 10 }, () => auditEvent({ action: 'policy.created' })));
+    await ingestAs(
+      b,
+      Array.from({ length: 10 }, () => auditEvent({ action: 'policy.created' })),
+    );
     await healthy.waitFor((reqs) => reqs.length >= 10, 25_000);
 
     for (const id of deadHooks) expect((await attemptsOf(a, id)).every((n) => n === 0)).toBe(true);

@@ -15,7 +15,10 @@ import { obliterate, queuedJobs } from '@gatehook/testkit/queues';
 // that waits on a busy origin. Short reconciler graces, so that its rounds come every half second.
 jest.setTimeout(60_000);
 
-const stack = useStack({ DELIVERY_ORIGIN_CONCURRENCY: '1', DELIVERY_TIMEOUT_MS: '10000' }, { reconcilerGrace: { eventsMs: 200, deliveriesMs: 300 } });
+const stack = useStack(
+  { DELIVERY_ORIGIN_CONCURRENCY: '1', DELIVERY_TIMEOUT_MS: '10000' },
+  { reconcilerGrace: { eventsMs: 200, deliveriesMs: 300 } },
+);
 let pool: Pool;
 
 beforeAll(async () => {
@@ -40,7 +43,10 @@ async function storeEvent(payload: string, attempts = 0): Promise<string> {
 
 type PendingRow = { attempts: number; last_error: string | null; parked_at: Date | null };
 async function pendingRow(eventId: string): Promise<PendingRow | undefined> {
-  const { rows } = await pool.query<PendingRow>('SELECT attempts, last_error, parked_at FROM pending_fanout WHERE org_id = $1 AND event_id = $2', [stack.org.orgId, eventId]);
+  const { rows } = await pool.query<PendingRow>(
+    'SELECT attempts, last_error, parked_at FROM pending_fanout WHERE org_id = $1 AND event_id = $2',
+    [stack.org.orgId, eventId],
+  );
   return rows[0];
 }
 
@@ -74,15 +80,25 @@ describe('fan-out that keeps failing', () => {
     await stack.engine.queues.fanout(stack.org.orgId, [poisoned, healthy]);
 
     await receiver.waitFor((requests) => requests.some((r) => idOf(r.body) === healthy), 5_000);
-    const parked = await until(() => pendingRow(poisoned), (row) => row?.parked_at != null, 20_000);
-    expect(parked).toEqual({ attempts: tunables.MAX_FANOUT_ATTEMPTS, last_error: 'RangeError: Maximum call stack size exceeded', parked_at: expect.any(Date) });
+    const parked = await until(
+      () => pendingRow(poisoned),
+      (row) => row?.parked_at != null,
+      20_000,
+    );
+    expect(parked).toEqual({
+      attempts: tunables.MAX_FANOUT_ATTEMPTS,
+      last_error: 'RangeError: Maximum call stack size exceeded',
+      parked_at: expect.any(Date),
+    });
     expect(await stack.api.db.delivery.count({ where: { eventIds: { has: poisoned } } })).toBe(0);
     expect(receiver.requests.map((r) => idOf(r.body))).toEqual([healthy]);
 
     const after = await failuresCounted();
     expect(after.parked - before.parked).toBe(1);
     expect(after.failed - before.failed).toBeGreaterThanOrEqual(1);
-    const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM pending_fanout WHERE parked_at IS NOT NULL');
+    const { rows } = await pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM pending_fanout WHERE parked_at IS NOT NULL',
+    );
     const gauge = await stack.engine.metrics.registry.getSingleMetric('gatehook_fanout_parked_events')!.get();
     expect(gauge.values[0]?.value).toBe(rows[0]!.n);
 
@@ -92,8 +108,12 @@ describe('fan-out that keeps failing', () => {
     const scratch = new DeliveryQueues(redis, scratchPrefix);
     try {
       await reconcileOnce({
-        db: stack.api.db, queues: scratch, intervalMs: 500, batchLingerMs: 200,
-        logger: createLogger({ name: 'test', level: 'silent' }), grace: { eventsMs: 0, deliveriesMs: 300 },
+        db: stack.api.db,
+        queues: scratch,
+        intervalMs: 500,
+        batchLingerMs: 200,
+        logger: createLogger({ name: 'test', level: 'silent' }),
+        grace: { eventsMs: 0, deliveriesMs: 300 },
       });
       const queued = (await queuedJobs(scratch, 'fanout', ['waiting'])).flatMap((j) => j.data.eventIds as string[]);
       expect(queued).not.toContain(poisoned);
@@ -107,8 +127,15 @@ describe('fan-out that keeps failing', () => {
     await receiver.waitFor((requests) => requests.some((r) => idOf(r.body) === next), 5_000);
 
     // Released as docs/operations.md says, it is run again.
-    await pool.query('UPDATE pending_fanout SET parked_at = NULL, attempts = 0, last_error = NULL WHERE org_id = $1 AND event_id = $2', [stack.org.orgId, poisoned]);
-    await until(() => pendingRow(poisoned), (row) => (row?.attempts ?? 0) >= 1, 10_000);
+    await pool.query(
+      'UPDATE pending_fanout SET parked_at = NULL, attempts = 0, last_error = NULL WHERE org_id = $1 AND event_id = $2',
+      [stack.org.orgId, poisoned],
+    );
+    await until(
+      () => pendingRow(poisoned),
+      (row) => (row?.attempts ?? 0) >= 1,
+      10_000,
+    );
   });
 
   it('parks an event whose runs never complete (each killed its worker) without running it again; one such run puts an event on its own', async () => {
@@ -120,7 +147,11 @@ describe('fan-out that keeps failing', () => {
     const once = await storeEvent('{"policy_name": "once"}', 1);
 
     await receiver.waitFor((requests) => requests.some((r) => idOf(r.body) === once), 10_000);
-    const parked = await until(() => pendingRow(dead), (row) => row?.parked_at != null, 10_000);
+    const parked = await until(
+      () => pendingRow(dead),
+      (row) => row?.parked_at != null,
+      10_000,
+    );
     expect(parked).toEqual({ attempts: tunables.MAX_FANOUT_ATTEMPTS, last_error: null, parked_at: expect.any(Date) });
     await stack.settle([once]);
     expect(await stack.api.db.delivery.count({ where: { eventIds: { has: dead } } })).toBe(0);
@@ -142,8 +173,10 @@ describe('a delivery waiting on a busy origin', () => {
     // again; between leases (a turn that finds the webhook still full costs no database work) a reconciler round
     // may see them overdue. Watch every job naming them while four rounds pass.
     const seen = new Map<string, Set<string>>(deliveries.map((id) => [id, new Set<string>()]));
-    const metric = async (read: () => Promise<{ values: { labels: Record<string, unknown>; value: number }[] }>, labels: Record<string, string>) =>
-      (await read()).values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))?.value ?? 0;
+    const metric = async (
+      read: () => Promise<{ values: { labels: Record<string, unknown>; value: number }[] }>,
+      labels: Record<string, string>,
+    ) => (await read()).values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))?.value ?? 0;
     const reenqueued = () => metric(() => stack.engine.metrics.reenqueued.get(), { kind: 'deliveries' });
     const rounds = () => metric(() => stack.engine.metrics.periodicRuns.get(), { job: 'reconcile', outcome: 'ok' });
     const watch = async () => {
@@ -151,9 +184,17 @@ describe('a delivery waiting on a busy origin', () => {
       for (const job of jobs) for (const id of job.data.deliveryIds as string[]) seen.get(id)?.add(job.id!);
     };
     // Both turned away once (each now has its waiting job), then four rounds.
-    await until(async () => (await watch(), [...seen.values()].filter((jobIds) => jobIds.size > 0).length), (n) => n >= 2, 15_000);
+    await until(
+      async () => (await watch(), [...seen.values()].filter((jobIds) => jobIds.size > 0).length),
+      (n) => n >= 2,
+      15_000,
+    );
     const [start, startRounds] = [await reenqueued(), await rounds()];
-    await until(async () => (await watch(), rounds()), (count) => count - startRounds >= 4, 15_000);
+    await until(
+      async () => (await watch(), rounds()),
+      (count) => count - startRounds >= 4,
+      15_000,
+    );
     try {
       // Waiting under their live jobs, they were not lost: not put back, not counted.
       expect((await reenqueued()) - start).toBe(0);
@@ -173,34 +214,43 @@ describe('an attempt in flight', () => {
   it.each([
     ['pause', 'resume'],
     ['disable', 'enable'],
-  ])('keeps its lease through %s, %s and a manual retry: the delivery is sent once, and the answer in flight is its outcome', async (stop, start) => {
-    const { receiver, release } = await gatedReceiver();
-    const hook = await stack.webhook(receiver, { events: ['policy.created'] });
-    const call = (path: string) => stack.api.call('POST', `/webhooks/${hook.id}${path}`, { key: stack.org.admin });
-    const events = await stack.ingest([auditEvent()]);
-    await receiver.waitFor((requests) => requests.length === 1, 5_000);
+  ])(
+    'keeps its lease through %s, %s and a manual retry: the delivery is sent once, and the answer in flight is its outcome',
+    async (stop, start) => {
+      const { receiver, release } = await gatedReceiver();
+      const hook = await stack.webhook(receiver, { events: ['policy.created'] });
+      const call = (path: string) => stack.api.call('POST', `/webhooks/${hook.id}${path}`, { key: stack.org.admin });
+      const events = await stack.ingest([auditEvent()]);
+      await receiver.waitFor((requests) => requests.length === 1, 5_000);
 
-    expect((await call(`/${stop}`)).status).toBe(200);
-    const [cancelled] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed');
-    expect((await call(`/${start}`)).status).toBe(200);
-    const retried = await call(`/deliveries/${cancelled!.id}/retry`);
-    expect(retried.status).toBe(202);
-    expect(retried.body.status).toBe('pending');
+      expect((await call(`/${stop}`)).status).toBe(200);
+      const [cancelled] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed');
+      expect((await call(`/${start}`)).status).toBe(200);
+      const retried = await call(`/deliveries/${cancelled!.id}/retry`);
+      expect(retried.status).toBe(202);
+      expect(retried.body.status).toBe('pending');
 
-    // The retry's job ran and found the delivery still leased by the attempt in flight: nothing more was sent.
-    const lease = await stack.api.db.delivery.findUniqueOrThrow({ where: { id: cancelled!.id }, select: { leasedUntil: true } });
-    expect(lease.leasedUntil!.getTime()).toBeGreaterThan(Date.now());
-    await until(
-      async () => (await queuedJobs(stack.engine.queues, 'deliver', ['active', 'waiting', 'prioritized', 'delayed'])).filter((j) => (j.data.deliveryIds as string[]).includes(cancelled!.id)).length,
-      (n) => n === 0,
-      5_000,
-    );
-    expect(receiver.requests).toHaveLength(1);
+      // The retry's job ran and found the delivery still leased by the attempt in flight: nothing more was sent.
+      const lease = await stack.api.db.delivery.findUniqueOrThrow({
+        where: { id: cancelled!.id },
+        select: { leasedUntil: true },
+      });
+      expect(lease.leasedUntil!.getTime()).toBeGreaterThan(Date.now());
+      await until(
+        async () =>
+          (await queuedJobs(stack.engine.queues, 'deliver', ['active', 'waiting', 'prioritized', 'delayed'])).filter(
+            (j) => (j.data.deliveryIds as string[]).includes(cancelled!.id),
+          ).length,
+        (n) => n === 0,
+        5_000,
+      );
+      expect(receiver.requests).toHaveLength(1);
 
-    release();
-    await stack.settle(events);
-    const [done] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
-    expect(done!.attempt_count).toBe(1);
-    expect(receiver.requests).toHaveLength(1);
-  });
+      release();
+      await stack.settle(events);
+      const [done] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
+      expect(done!.attempt_count).toBe(1);
+      expect(receiver.requests).toHaveLength(1);
+    },
+  );
 });

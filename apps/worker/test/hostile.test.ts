@@ -17,7 +17,10 @@ beforeAll(async () => {
   stack = await startStack();
   other = await createTestOrg(stack.api.db);
   bystander = await stack.receiver();
-  const created = await stack.api.call('POST', '/webhooks', { key: other.admin, body: { name: 'bystander', url: bystander.url('/other'), events: ['*'] } });
+  const created = await stack.api.call('POST', '/webhooks', {
+    key: other.admin,
+    body: { name: 'bystander', url: bystander.url('/other'), events: ['*'] },
+  });
   expect(created.status).toBe(201);
 });
 afterAll(async () => {
@@ -26,7 +29,10 @@ afterAll(async () => {
 
 /** Ingests one event for the other organisation and waits (a few seconds at most) for its receiver to get it. */
 async function otherOrganisationStillServed(): Promise<void> {
-  const ingested = await stack.api.call('POST', '/audit-events', { key: other.admin, body: { events: [auditEvent({ action: 'policy.updated' })] } });
+  const ingested = await stack.api.call('POST', '/audit-events', {
+    key: other.admin,
+    body: { events: [auditEvent({ action: 'policy.updated' })] },
+  });
   expect(ingested.status).toBe(202);
   const [id] = ingested.body.ids as string[];
   await bystander.waitFor((requests) => requests.some((r) => JSON.parse(r.body).data.id === id), 5_000);
@@ -36,27 +42,44 @@ const MARKER = 'do-not-echo-7f3a';
 /** A list big enough that a few nested loops over it are billions of steps. */
 const wide = Array.from({ length: 2_000 }, (_, i) => `${MARKER}-${i}`);
 const bigEvent = () =>
-  auditEvent({ action: 'policy.created', payload: { policy_name: MARKER, effect: 'allow', list: wide }, resources: Object.fromEntries(wide.map((w) => [w, MARKER])) });
+  auditEvent({
+    action: 'policy.created',
+    payload: { policy_name: MARKER, effect: 'allow', list: wide },
+    resources: Object.fromEntries(wide.map((w) => [w, MARKER])),
+  });
 
 it.each([
-  ['would write gigabytes', '{"a": "{{range .Payload.list}}{{range $.Payload.list}}{{range $.Payload.list}}{{.}}{{end}}{{end}}{{end}}"}', /output larger than \d+ bytes/],
-  ['would loop for hours writing nothing', '{"a": "{{range .Payload.list}}{{range $.Payload.list}}{{range $.Payload.list}}{{end}}{{end}}{{end}}"}', /deadline|budget|steps|time/i],
-])('a template that %s fails its own delivery with a clear error, and nobody waits for it', async (_what, template, message) => {
-  const receiver = await stack.receiver();
-  const hook = await stack.webhook(receiver, { events: ['policy.created'], template: '{"a": 1}' });
-  await stack.writeWebhookRow(hook.id, { template });
-  const [poisoned] = await stack.ingest([bigEvent()]);
-  await otherOrganisationStillServed();
-  const [failed] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed', 20_000);
-  const detail = await stack.api.call('GET', `/webhooks/${hook.id}/deliveries/${failed!.id}`, { key: stack.org.admin });
-  expect(detail.body.event_ids).toEqual([poisoned]);
-  expect(detail.body.error).toMatch(/^template_error: /);
-  expect(detail.body.error).toMatch(message);
-  expect(detail.body.error).not.toContain(MARKER);
-  expect(detail.body.error.length).toBeLessThan(1_000);
-  await stack.settle([poisoned!]);
-  expect(receiver.requests).toHaveLength(0);
-});
+  [
+    'would write gigabytes',
+    '{"a": "{{range .Payload.list}}{{range $.Payload.list}}{{range $.Payload.list}}{{.}}{{end}}{{end}}{{end}}"}',
+    /output larger than \d+ bytes/,
+  ],
+  [
+    'would loop for hours writing nothing',
+    '{"a": "{{range .Payload.list}}{{range $.Payload.list}}{{range $.Payload.list}}{{end}}{{end}}{{end}}"}',
+    /deadline|budget|steps|time/i,
+  ],
+])(
+  'a template that %s fails its own delivery with a clear error, and nobody waits for it',
+  async (_what, template, message) => {
+    const receiver = await stack.receiver();
+    const hook = await stack.webhook(receiver, { events: ['policy.created'], template: '{"a": 1}' });
+    await stack.writeWebhookRow(hook.id, { template });
+    const [poisoned] = await stack.ingest([bigEvent()]);
+    await otherOrganisationStillServed();
+    const [failed] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed', 20_000);
+    const detail = await stack.api.call('GET', `/webhooks/${hook.id}/deliveries/${failed!.id}`, {
+      key: stack.org.admin,
+    });
+    expect(detail.body.event_ids).toEqual([poisoned]);
+    expect(detail.body.error).toMatch(/^template_error: /);
+    expect(detail.body.error).toMatch(message);
+    expect(detail.body.error).not.toContain(MARKER);
+    expect(detail.body.error.length).toBeLessThan(1_000);
+    await stack.settle([poisoned!]);
+    expect(receiver.requests).toHaveLength(0);
+  },
+);
 
 it('a condition over its evaluation budget skips that event for its webhook alone', async () => {
   const receiver = await stack.receiver();
@@ -75,9 +98,13 @@ it('a condition over its evaluation budget skips that event for its webhook alon
   await plain.waitFor((requests) => requests.some((r) => JSON.parse(r.body).data.id === poisoned), 5_000);
   await stack.settle([poisoned!]);
   expect(receiver.requests).toHaveLength(0);
-  expect((await stack.api.call('GET', `/webhooks/${hook.id}/deliveries`, { key: stack.org.admin })).body.items).toEqual([]);
+  expect((await stack.api.call('GET', `/webhooks/${hook.id}/deliveries`, { key: stack.org.admin })).body.items).toEqual(
+    [],
+  );
   // The control: the same condition on an event of ten resources is true, and that event is delivered.
-  const [small] = await stack.ingest([auditEvent({ resources: Object.fromEntries(wide.slice(0, 10).map((w) => [w, 'r'])) })]);
+  const [small] = await stack.ingest([
+    auditEvent({ resources: Object.fromEntries(wide.slice(0, 10).map((w) => [w, 'r'])) }),
+  ]);
   await receiver.waitFor((requests) => requests.some((r) => JSON.parse(r.body).data.id === small), 5_000);
 });
 
@@ -88,7 +115,9 @@ it('a receiver answering with an endless body is cut off: the attempt is bounded
   await stack.ingest([auditEvent()]);
   const [delivery] = await stack.deliveries(hook.id, (items) => (items[0]?.attempt_count ?? 0) >= 1);
   await otherOrganisationStillServed();
-  const attempts = await stack.api.call('GET', `/webhooks/${hook.id}/deliveries/${delivery!.id}/attempts`, { key: stack.org.admin });
+  const attempts = await stack.api.call('GET', `/webhooks/${hook.id}/deliveries/${delivery!.id}/attempts`, {
+    key: stack.org.admin,
+  });
   const first = attempts.body.items[0];
   expect(first.status_code).toBe(500);
   expect(first.response_snippet.length).toBeLessThanOrEqual(1024);
@@ -121,7 +150,9 @@ it('a template error quoting a long part of the template is stored bounded, thro
   const [failed] = await stack.deliveries(hook.id, (items) => items[0]?.status === 'failed');
   const detail = await stack.api.call('GET', `/webhooks/${hook.id}/deliveries/${failed!.id}`, { key: stack.org.admin });
   expect(detail.body.event_ids).toEqual([id]);
-  expect(detail.body.error).toMatch(/^template_error: template: template:1:\d+: executing "template" at <index \.Payload "kkk/);
+  expect(detail.body.error).toMatch(
+    /^template_error: template: template:1:\d+: executing "template" at <index \.Payload "kkk/,
+  );
   expect(detail.body.error).toHaveLength(MAX_STORED_TEXT_LENGTH);
 });
 

@@ -17,7 +17,9 @@ describe('worker /metrics with METRICS_TOKEN', () => {
     const refused = await fetch(`${base}/metrics`);
     expect(refused.status).toBe(401);
     expect(await refused.json()).toEqual({ error: { code: 'unauthorized', message: expect.any(String) } });
-    expect((await fetch(`${base}/metrics`, { headers: { authorization: 'Bearer wrong-token-0000000' } })).status).toBe(401);
+    expect((await fetch(`${base}/metrics`, { headers: { authorization: 'Bearer wrong-token-0000000' } })).status).toBe(
+      401,
+    );
     const ok = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${token}` } });
     expect(ok.status).toBe(200);
   });

@@ -9,7 +9,8 @@ describe('stage latency metric (gatehook_delivery_stage_seconds)', () => {
     const stageCounts = async (): Promise<Record<string, number>> => {
       const metric = await stack.engine.metrics.stages.get();
       const counts: Record<string, number> = { ingest: 0, fanout: 0, send: 0 };
-      for (const v of metric.values) if (v.metricName === 'gatehook_delivery_stage_seconds_count') counts[String(v.labels.stage)] = v.value;
+      for (const v of metric.values)
+        if (v.metricName === 'gatehook_delivery_stage_seconds_count') counts[String(v.labels.stage)] = v.value;
       return counts;
     };
     const own = await stack.receiver();
@@ -24,7 +25,11 @@ describe('stage latency metric (gatehook_delivery_stage_seconds)', () => {
     await stack.deliveries(hook.id, (items) => items[0]?.status === 'succeeded');
     const after = await stageCounts();
     // One event fanned out, one delivery's first attempt, two attempts answered; the retry is not a fan-out.
-    expect({ ingest: after.ingest! - before.ingest!, fanout: after.fanout! - before.fanout!, send: after.send! - before.send! }).toEqual({ ingest: 1, fanout: 1, send: 2 });
+    expect({
+      ingest: after.ingest! - before.ingest!,
+      fanout: after.fanout! - before.fanout!,
+      send: after.send! - before.send!,
+    }).toEqual({ ingest: 1, fanout: 1, send: 2 });
     await own.close();
   });
 });

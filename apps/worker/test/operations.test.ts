@@ -20,8 +20,20 @@ describe('retention sweep', () => {
     const recent = new Date(Date.now() - 29 * 86_400_000);
     const make = async (createdAt: Date) => {
       const id = randomUUID();
-      await db.delivery.create({ data: { id, orgId: stack.org.orgId, webhookId: hook.id, status: 'succeeded', eventIds: [], eventCount: 1, createdAt } });
-      await db.deliveryAttempt.create({ data: { deliveryId: id, webhookId: hook.id, at: createdAt, statusCode: 200, durationMs: 5 } });
+      await db.delivery.create({
+        data: {
+          id,
+          orgId: stack.org.orgId,
+          webhookId: hook.id,
+          status: 'succeeded',
+          eventIds: [],
+          eventCount: 1,
+          createdAt,
+        },
+      });
+      await db.deliveryAttempt.create({
+        data: { deliveryId: id, webhookId: hook.id, at: createdAt, statusCode: 200, durationMs: 5 },
+      });
       return id;
     };
     const [gone, kept] = [await make(old), await make(recent)];
@@ -29,14 +41,30 @@ describe('retention sweep', () => {
     const pendingOldEvent = randomUUID();
     await db.auditEvent.createMany({
       data: [
-        { orgId: stack.org.orgId, id: oldEvent, action: 'tag.created', actorType: 'user', createdAt: old, receivedAt: old },
-        { orgId: stack.org.orgId, id: pendingOldEvent, action: 'tag.created', actorType: 'user', createdAt: old, receivedAt: old },
+        {
+          orgId: stack.org.orgId,
+          id: oldEvent,
+          action: 'tag.created',
+          actorType: 'user',
+          createdAt: old,
+          receivedAt: old,
+        },
+        {
+          orgId: stack.org.orgId,
+          id: pendingOldEvent,
+          action: 'tag.created',
+          actorType: 'user',
+          createdAt: old,
+          receivedAt: old,
+        },
       ],
     });
     // Parked (its fan-out runs kept failing), so still owed: a waiting row this old would be put back on the queue by
     // the stack's reconciler within its 500 ms interval and could be fanned out, and then rightly swept, before the
     // sweep below runs. The sweep keeps both alike: any pending_fanout row.
-    await db.pendingFanout.create({ data: { orgId: stack.org.orgId, eventId: pendingOldEvent, receivedAt: old, attempts: 5, parkedAt: old } });
+    await db.pendingFanout.create({
+      data: { orgId: stack.org.orgId, eventId: pendingOldEvent, receivedAt: old, attempts: 5, parkedAt: old },
+    });
 
     const swept = await sweepRetention(db, 30);
     expect(swept.deliveries).toBeGreaterThanOrEqual(1);
@@ -58,7 +86,14 @@ describe('retention sweep', () => {
         // A client may write any created_at: an event received just now is kept for the whole retention.
         { orgId: stack.org.orgId, id: backdated, action: 'tag.created', actorType: 'user', createdAt: old },
         // Received long ago and still waiting for its batch (no delivery holds it yet): owed, so kept.
-        { orgId: stack.org.orgId, id: buffered, action: 'tag.created', actorType: 'user', createdAt: old, receivedAt: old },
+        {
+          orgId: stack.org.orgId,
+          id: buffered,
+          action: 'tag.created',
+          actorType: 'user',
+          createdAt: old,
+          receivedAt: old,
+        },
       ],
     });
     // Put in the buffer just now, so the reconciler does not flush it during the test (it waits linger + 10 s).
@@ -111,6 +146,8 @@ describe('metrics', () => {
   it('the API exposes request durations', async () => {
     const r = await stack.api.call('GET', '/metrics');
     expect(r.status).toBe(200);
-    expect(r.text).toMatch(/gatehook_http_request_duration_seconds_count\{method="POST",route="\/audit-events",status="202"\} [1-9]/);
+    expect(r.text).toMatch(
+      /gatehook_http_request_duration_seconds_count\{method="POST",route="\/audit-events",status="202"\} [1-9]/,
+    );
   });
 });

@@ -32,7 +32,9 @@ afterAll(async () => {
 const onCluster = TEST_REDIS_CLUSTER_NODES !== '';
 
 async function runs(engine: Engine, job: string): Promise<number> {
-  return (await engine.metrics.periodicRuns.get()).values.filter((v) => v.labels.job === job && v.labels.outcome === 'ok').reduce((n, v) => n + v.value, 0);
+  return (await engine.metrics.periodicRuns.get()).values
+    .filter((v) => v.labels.job === job && v.labels.outcome === 'ok')
+    .reduce((n, v) => n + v.value, 0);
 }
 
 describe('the engine on this Redis', () => {
@@ -42,7 +44,9 @@ describe('the engine on this Redis', () => {
     try {
       const client = (await queueOf(engine.queues, 'deliver').getBackend().client) as unknown as Redis | Cluster;
       expect('nodes' in client).toBe(onCluster);
-      expect(engine.queues.shardsOf('deliver').map((q) => q.opts.prefix)).toEqual([0, 1, 2, 3].map((i) => `{${config.REDIS_PREFIX}:deliver:${i}}`));
+      expect(engine.queues.shardsOf('deliver').map((q) => q.opts.prefix)).toEqual(
+        [0, 1, 2, 3].map((i) => `{${config.REDIS_PREFIX}:deliver:${i}}`),
+      );
       expect(engine.queues.shardsOf('fanout')).toHaveLength(4);
       expect(engine.queues.shardsOf('batch').map((q) => q.opts.prefix)).toEqual([`{${config.REDIS_PREFIX}:batch}`]);
       expect(engine.periodic.queue.opts.prefix).toBe(`{${config.REDIS_PREFIX}:periodic}`);
@@ -62,7 +66,11 @@ describe('periodic work', () => {
     let bStopped = false;
     try {
       // Counted over several intervals once both run: one run per interval in all, not one per worker.
-      await until(async () => (await runs(a, 'reconcile')) + (await runs(b, 'reconcile')), (n) => n >= 1, 5_000);
+      await until(
+        async () => (await runs(a, 'reconcile')) + (await runs(b, 'reconcile')),
+        (n) => n >= 1,
+        5_000,
+      );
       const before = (await runs(a, 'reconcile')) + (await runs(b, 'reconcile'));
       const started = Date.now();
       await new Promise((r) => setTimeout(r, interval * 10));
@@ -81,7 +89,11 @@ describe('periodic work', () => {
       await last.stop();
       if (last === b) bStopped = true;
       const otherBefore = await runs(other, 'reconcile');
-      await until(async () => (await runs(other, 'reconcile')) - otherBefore, (n) => n >= 4, 10_000);
+      await until(
+        async () => (await runs(other, 'reconcile')) - otherBefore,
+        (n) => n >= 4,
+        10_000,
+      );
     } finally {
       await a.stop();
       if (!bStopped) await b.stop();
@@ -100,11 +112,19 @@ describe('periodic work after Redis lost its schedulers', () => {
     const config = testConfig({ DATABASE_URL: database.url, RECONCILE_INTERVAL_MS: '300' });
     const engine = await startTestEngine(config);
     try {
-      await until(() => runs(engine, 'reconcile'), (n) => n >= 1, 5_000);
+      await until(
+        () => runs(engine, 'reconcile'),
+        (n) => n >= 1,
+        5_000,
+      );
       for (const name of ['reconcile', 'retention']) await engine.periodic.queue.removeJobScheduler(name);
       await engine.periodic.queue.obliterate({ force: true });
       const after = await runs(engine, 'reconcile');
-      await until(() => runs(engine, 'reconcile'), (n) => n >= after + 3, 10_000);
+      await until(
+        () => runs(engine, 'reconcile'),
+        (n) => n >= after + 3,
+        10_000,
+      );
       expect(await engine.periodic.queue.getJobSchedulersCount()).toBe(2);
     } finally {
       await engine.stop();
@@ -119,16 +139,23 @@ describe('the queue watchdog', () => {
     try {
       const deliveryId = randomUUID();
       const shard = shardOf(deliveryId, 2);
-      const consumer = engine.consumers().find((c) => c.name === `${queuePrefix(config.REDIS_PREFIX, 'deliver', shard)}:deliver`)!;
+      const consumer = engine
+        .consumers()
+        .find((c) => c.name === `${queuePrefix(config.REDIS_PREFIX, 'deliver', shard)}:deliver`)!;
       const blocking = (await consumer.current.getBackend().blockingClient!) as unknown as Redis | Cluster;
       // Let the worker block on its connection, then stop it from hearing the answer.
       await new Promise((r) => setTimeout(r, 300));
       stall(blocking);
-      const restarts = async () => (await engine.metrics.queueWorkerRestarts.get()).values.reduce((n, v) => n + v.value, 0);
+      const restarts = async () =>
+        (await engine.metrics.queueWorkerRestarts.get()).values.reduce((n, v) => n + v.value, 0);
       // A job for a delivery that does not exist: the run finds nothing to lease and completes.
       await engine.queues.deliverNow([deliveryId], randomUUID());
       await until(restarts, (n) => n >= 1, 10_000);
-      await until(async () => (await queueOf(engine.queues, 'deliver', shard).getJobCounts('wait', 'active')), (c) => c.wait === 0 && c.active === 0, 10_000);
+      await until(
+        async () => await queueOf(engine.queues, 'deliver', shard).getJobCounts('wait', 'active'),
+        (c) => c.wait === 0 && c.active === 0,
+        10_000,
+      );
     } finally {
       await engine.stop();
     }
@@ -160,7 +187,11 @@ describe('the queue watchdog', () => {
     try {
       // No room: the one slot holds a job while another waits.
       await queue.add('holds', {});
-      await until(() => Promise.resolve(processed), (p) => p.includes('holds'), 10_000);
+      await until(
+        () => Promise.resolve(processed),
+        (p) => p.includes('holds'),
+        10_000,
+      );
       await queue.add('waits', {});
       expect(await queue.getJobCounts('wait')).toEqual({ wait: 1 });
       expect(await looks()).toEqual([false, false]);
@@ -168,7 +199,11 @@ describe('the queue watchdog', () => {
 
       // Nothing waiting: the slot is free and the queue empty.
       release();
-      await until(async () => ({ processed, counts: await queue.getJobCounts('wait', 'active') }), (s) => s.processed.includes('waits') && s.counts.wait === 0 && s.counts.active === 0, 10_000);
+      await until(
+        async () => ({ processed, counts: await queue.getJobCounts('wait', 'active') }),
+        (s) => s.processed.includes('waits') && s.counts.wait === 0 && s.counts.active === 0,
+        10_000,
+      );
       expect(await looks()).toEqual([false, false]);
 
       // The control: room and a job waiting that the worker does not take (its blocking connection no longer reads)
@@ -249,7 +284,9 @@ describe('a webhook created just before an event', () => {
         // The worker fans out an event of an organisation that has no active webhook ...
         const before = await stack.ingest([auditEvent()]);
         await stack.settle(before);
-        for (const hook of (await stack.api.call('GET', '/webhooks', { key: stack.org.admin })).body.items as { id: string }[]) {
+        for (const hook of (await stack.api.call('GET', '/webhooks', { key: stack.org.admin })).body.items as {
+          id: string;
+        }[]) {
           await stack.api.call('DELETE', `/webhooks/${hook.id}`, { key: stack.org.admin });
         }
         const emptied = await stack.ingest([auditEvent()]);
@@ -258,7 +295,10 @@ describe('a webhook created just before an event', () => {
         const receiver = await stack.receiver();
         await stack.webhook(receiver, { events: ['policy.created'] });
         const [id] = await stack.ingest([auditEvent()]);
-        await receiver.waitFor((requests) => requests.some((r) => (JSON.parse(r.body) as { data: { id: string } }).data.id === id), 10_000);
+        await receiver.waitFor(
+          (requests) => requests.some((r) => (JSON.parse(r.body) as { data: { id: string } }).data.id === id),
+          10_000,
+        );
       }
     } finally {
       await stack.close();

@@ -9,9 +9,13 @@ const RATE = 10;
 const SENDS = 40;
 const stack = useStack({ TASK_SEND_RATE: String(RATE) });
 
-const call = (method: string, path: string, body?: unknown) => stack.api.call(method, path, { key: stack.org.admin, body });
+const call = (method: string, path: string, body?: unknown) =>
+  stack.api.call(method, path, { key: stack.org.admin, body });
 
-async function waitTask(webhookId: string, taskId: string): Promise<{ status: string; total: number | null; processed: number }> {
+async function waitTask(
+  webhookId: string,
+  taskId: string,
+): Promise<{ status: string; total: number | null; processed: number }> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     const task = (await call('GET', `/webhooks/${webhookId}/tasks/${taskId}`)).body;
@@ -42,14 +46,24 @@ describe('pacing (TASK_SEND_RATE)', () => {
     const r = await stack.receiver(() => (down ? { status: 500 } : { status: 200 }));
     const hook = await stack.webhook(r, { events: ['policy.created'] });
     const since = new Date(Date.now() - 1000).toISOString();
-    await stack.ingest(Array.from({ length: SENDS }, (_, i) => auditEvent({ payload: { policy_name: `p${i}`, effect: 'allow' } })));
-    const failed = await stack.deliveries(hook.id, (items) => items.length === SENDS && items.every((d) => d.status === 'failed'), 60_000);
+    await stack.ingest(
+      Array.from({ length: SENDS }, (_, i) => auditEvent({ payload: { policy_name: `p${i}`, effect: 'allow' } })),
+    );
+    const failed = await stack.deliveries(
+      hook.id,
+      (items) => items.length === SENDS && items.every((d) => d.status === 'failed'),
+      60_000,
+    );
 
     down = false;
     const sentBefore = r.requests.length;
     const started = await call('POST', `/webhooks/${hook.id}/recover`, { since });
     expect(started.status).toBe(202);
-    expect(await waitTask(hook.id, started.body.id)).toMatchObject({ status: 'succeeded', total: SENDS, processed: SENDS });
+    expect(await waitTask(hook.id, started.body.id)).toMatchObject({
+      status: 'succeeded',
+      total: SENDS,
+      processed: SENDS,
+    });
     await r.waitFor((reqs) => reqs.length >= sentBefore + SENDS, 30_000);
     await stack.deliveries(hook.id, (items) => items.every((d) => d.status === 'succeeded'), 30_000);
 
@@ -60,7 +74,9 @@ describe('pacing (TASK_SEND_RATE)', () => {
 
   it('a replay is paced the same way', async () => {
     const since = new Date(Date.now() - 1000).toISOString();
-    const events = await stack.ingest(Array.from({ length: SENDS }, (_, i) => auditEvent({ payload: { policy_name: `r${i}`, effect: 'allow' } })));
+    const events = await stack.ingest(
+      Array.from({ length: SENDS }, (_, i) => auditEvent({ payload: { policy_name: `r${i}`, effect: 'allow' } })),
+    );
     const r = await stack.receiver();
     const hook = await stack.webhook(r, { events: ['policy.created'] });
 
@@ -71,6 +87,10 @@ describe('pacing (TASK_SEND_RATE)', () => {
 
     const replayed = r.requests.map((q) => (JSON.parse(q.body) as { data: { id: string } }).data.id);
     expect(replayed.filter((id) => events.includes(id)).sort()).toEqual([...events].sort());
-    expectPaced(r.requests.filter((q) => events.includes((JSON.parse(q.body) as { data: { id: string } }).data.id)).map((q) => q.at));
+    expectPaced(
+      r.requests
+        .filter((q) => events.includes((JSON.parse(q.body) as { data: { id: string } }).data.id))
+        .map((q) => q.at),
+    );
   }, 120_000);
 });

@@ -8,7 +8,8 @@ import { auditEvent, useStack } from '@gatehook/testkit/stack';
 const TASK_ENV = { TASK_PAGE_SIZE: '3', TASK_MAX_BACKLOG: '3', TASK_LEASE_MS: '2000' };
 const stack = useStack(TASK_ENV, { reconcilerGrace: { eventsMs: 500, deliveriesMs: 1000 } });
 
-const call = (method: string, path: string, body?: unknown) => stack.api.call(method, path, { key: stack.org.admin, body });
+const call = (method: string, path: string, body?: unknown) =>
+  stack.api.call(method, path, { key: stack.org.admin, body });
 const eventIdOf = (request: ReceivedRequest): string[] => {
   const body = JSON.parse(request.body) as { data: { id: string } } | { data: { id: string } }[];
   return (Array.isArray(body) ? body : [body]).map((e) => e.data.id);
@@ -24,12 +25,18 @@ interface TaskView {
 }
 
 /** Polls a task until `predicate` holds. */
-async function waitTask(webhookId: string, taskId: string, predicate: (task: TaskView) => boolean, timeoutMs = 20_000): Promise<TaskView> {
+async function waitTask(
+  webhookId: string,
+  taskId: string,
+  predicate: (task: TaskView) => boolean,
+  timeoutMs = 20_000,
+): Promise<TaskView> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const task = (await call('GET', `/webhooks/${webhookId}/tasks/${taskId}`)).body as TaskView;
     if (predicate(task)) return task;
-    if (Date.now() > deadline) throw new Error(`task: condition not met within ${timeoutMs} ms: ${JSON.stringify(task)}`);
+    if (Date.now() > deadline)
+      throw new Error(`task: condition not met within ${timeoutMs} ms: ${JSON.stringify(task)}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -39,8 +46,14 @@ async function waitTask(webhookId: string, taskId: string, predicate: (task: Tas
  * `failedTotal` failed deliveries; returns the event ids.
  */
 async function failedEvents(webhookId: string, count: number, failedTotal = count): Promise<string[]> {
-  const ids = await stack.ingest(Array.from({ length: count }, (_, i) => auditEvent({ payload: { policy_name: `p${i}`, effect: 'allow' } })));
-  await stack.deliveries(webhookId, (items) => items.filter((d) => d.status === 'failed').length >= failedTotal, 30_000);
+  const ids = await stack.ingest(
+    Array.from({ length: count }, (_, i) => auditEvent({ payload: { policy_name: `p${i}`, effect: 'allow' } })),
+  );
+  await stack.deliveries(
+    webhookId,
+    (items) => items.filter((d) => d.status === 'failed').length >= failedTotal,
+    30_000,
+  );
   return ids;
 }
 
@@ -65,9 +78,18 @@ describe('recover (CONTRACT 11)', () => {
     const started = await call('POST', `/webhooks/${hook.id}/recover`, { since });
     expect(started.status).toBe(202);
     const task = await waitTask(hook.id, started.body.id, (t) => t.status !== 'running');
-    expect(task).toMatchObject({ status: 'succeeded', total: 7, processed: 7, error: null, finished_at: expect.any(String) });
+    expect(task).toMatchObject({
+      status: 'succeeded',
+      total: 7,
+      processed: 7,
+      error: null,
+      finished_at: expect.any(String),
+    });
 
-    const all = await stack.deliveries(hook.id, (items) => items.length === 8 && items.every((d) => d.status === 'succeeded'));
+    const all = await stack.deliveries(
+      hook.id,
+      (items) => items.length === 8 && items.every((d) => d.status === 'succeeded'),
+    );
     const recovered = r.requests.slice(sentBefore);
     // Same delivery ids (webhook-id) as the failed deliveries, each exactly once; the earlier success not resent.
     expect(recovered.map((q) => q.headers['webhook-id']).sort()).toEqual(failed.map((d) => d.id).sort());
@@ -86,7 +108,10 @@ describe('recover (CONTRACT 11)', () => {
     await new Promise((res) => setTimeout(res, 20));
     await failedEvents(hook.id, 2, 4); // created after the window
     down = false;
-    const started = await call('POST', `/webhooks/${hook.id}/recover`, { since: new Date(Date.now() - 60_000).toISOString(), until });
+    const started = await call('POST', `/webhooks/${hook.id}/recover`, {
+      since: new Date(Date.now() - 60_000).toISOString(),
+      until,
+    });
     const task = await waitTask(hook.id, started.body.id, (t) => t.status !== 'running');
     expect(task).toMatchObject({ status: 'succeeded', total: 2, processed: 2 });
     const items = await stack.deliveries(hook.id, (list) => list.filter((d) => d.status === 'succeeded').length === 2);
@@ -99,11 +124,17 @@ describe('recover (CONTRACT 11)', () => {
     const hook = await stack.webhook(r, { events: ['policy.created'] });
     await failedEvents(hook.id, 8);
     down = false; // now every request hangs: the backlog stays full and the task waits
-    const started = await call('POST', `/webhooks/${hook.id}/recover`, { since: new Date(Date.now() - 60_000).toISOString() });
+    const started = await call('POST', `/webhooks/${hook.id}/recover`, {
+      since: new Date(Date.now() - 60_000).toISOString(),
+    });
     await waitTask(hook.id, started.body.id, (t) => t.processed >= 3);
     expect((await call('POST', `/webhooks/${hook.id}/pause`)).status).toBe(200);
     const task = await waitTask(hook.id, started.body.id, (t) => t.status !== 'running');
-    expect(task).toMatchObject({ status: 'failed', error: expect.stringMatching(/^webhook_paused: /), finished_at: expect.any(String) });
+    expect(task).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/^webhook_paused: /),
+      finished_at: expect.any(String),
+    });
     expect(task.processed).toBeLessThan(8);
   });
 });
@@ -111,13 +142,22 @@ describe('recover (CONTRACT 11)', () => {
 describe('replay (CONTRACT 11)', () => {
   it('backfills webhooks created after the events: current subscription, condition, batching and format', async () => {
     const since = new Date(Date.now() - 1000).toISOString();
-    const allow = await stack.ingest([1, 2, 3].map((i) => auditEvent({ payload: { policy_name: `a${i}`, effect: 'allow' } })));
+    const allow = await stack.ingest(
+      [1, 2, 3].map((i) => auditEvent({ payload: { policy_name: `a${i}`, effect: 'allow' } })),
+    );
     const [deny] = await stack.ingest([auditEvent({ payload: { policy_name: 'd', effect: 'deny' } })]);
-    const [tag] = await stack.ingest([auditEvent({ action: 'tag.created', resource_type: 'tag', payload: { tag_name: 't', color: 'red' } })]);
+    const [tag] = await stack.ingest([
+      auditEvent({ action: 'tag.created', resource_type: 'tag', payload: { tag_name: 't', color: 'red' } }),
+    ]);
     await new Promise((res) => setTimeout(res, 5)); // the webhooks are created strictly after the events were received
 
     const batching = await stack.receiver();
-    const b = await stack.webhook(batching, { events: ['policy.created'], condition: 'event.payload.effect == "allow"', format: 'array', max_events: 10 });
+    const b = await stack.webhook(batching, {
+      events: ['policy.created'],
+      condition: 'event.payload.effect == "allow"',
+      format: 'array',
+      max_events: 10,
+    });
     const single = await stack.receiver();
     const s = await stack.webhook(single, { events: ['policy.created', 'tag.created'] });
 
@@ -126,8 +166,16 @@ describe('replay (CONTRACT 11)', () => {
     const ts = await call('POST', `/webhooks/${s.id}/replay`, { since, until: tb.body.created_at });
     expect(ts.status).toBe(202);
 
-    expect(await waitTask(b.id, tb.body.id, (t) => t.status !== 'running')).toMatchObject({ status: 'succeeded', total: 4, processed: 4 });
-    expect(await waitTask(s.id, ts.body.id, (t) => t.status !== 'running')).toMatchObject({ status: 'succeeded', total: 5, processed: 5 });
+    expect(await waitTask(b.id, tb.body.id, (t) => t.status !== 'running')).toMatchObject({
+      status: 'succeeded',
+      total: 4,
+      processed: 4,
+    });
+    expect(await waitTask(s.id, ts.body.id, (t) => t.status !== 'running')).toMatchObject({
+      status: 'succeeded',
+      total: 5,
+      processed: 5,
+    });
 
     // The batching webhook: the three matching events, in array bodies ordered by event id; the denied one never.
     await batching.waitFor((reqs) => reqs.flatMap(eventIdOf).length >= 3);
@@ -139,7 +187,10 @@ describe('replay (CONTRACT 11)', () => {
     // The single webhook: all five events, one per request, each under a new delivery id with data.id unchanged.
     await single.waitFor((reqs) => reqs.length >= 5);
     expect(single.requests.flatMap(eventIdOf).sort()).toEqual([...allow, deny!, tag!].sort());
-    const deliveries = await stack.deliveries(s.id, (items) => items.length === 5 && items.every((d) => d.status === 'succeeded'));
+    const deliveries = await stack.deliveries(
+      s.id,
+      (items) => items.length === 5 && items.every((d) => d.status === 'succeeded'),
+    );
     expect(single.requests.map((q) => q.headers['webhook-id']).sort()).toEqual(deliveries.map((d) => d.id).sort());
   });
 
@@ -173,15 +224,24 @@ describe('durability', () => {
     await stack.engine.stop();
     const c = stack.config;
     const worker = await startServiceProcess('worker', {
-      DATABASE_URL: c.DATABASE_URL, REDIS_URL: c.REDIS_URL, REDIS_CLUSTER_NODES: c.REDIS_CLUSTER_NODES.join(','), REDIS_PREFIX: c.REDIS_PREFIX, NODE_ENV: 'test',
-      EGRESS_ALLOW_CIDRS: c.EGRESS_ALLOW_CIDRS, EGRESS_EXTRA_CA_FILE: c.EGRESS_EXTRA_CA_FILE,
-      DELIVERY_RETRY_SCHEDULE: c.DELIVERY_RETRY_SCHEDULE.join(','), DELIVERY_TIMEOUT_MS: String(c.DELIVERY_TIMEOUT_MS),
-      RECONCILE_INTERVAL_MS: String(c.RECONCILE_INTERVAL_MS), ...TASK_ENV,
+      DATABASE_URL: c.DATABASE_URL,
+      REDIS_URL: c.REDIS_URL,
+      REDIS_CLUSTER_NODES: c.REDIS_CLUSTER_NODES.join(','),
+      REDIS_PREFIX: c.REDIS_PREFIX,
+      NODE_ENV: 'test',
+      EGRESS_ALLOW_CIDRS: c.EGRESS_ALLOW_CIDRS,
+      EGRESS_EXTRA_CA_FILE: c.EGRESS_EXTRA_CA_FILE,
+      DELIVERY_RETRY_SCHEDULE: c.DELIVERY_RETRY_SCHEDULE.join(','),
+      DELIVERY_TIMEOUT_MS: String(c.DELIVERY_TIMEOUT_MS),
+      RECONCILE_INTERVAL_MS: String(c.RECONCILE_INTERVAL_MS),
+      ...TASK_ENV,
     });
     let second: Awaited<ReturnType<typeof startTestEngine>> | undefined;
     try {
       down = false;
-      const started = await call('POST', `/webhooks/${hook.id}/recover`, { since: new Date(Date.now() - 120_000).toISOString() });
+      const started = await call('POST', `/webhooks/${hook.id}/recover`, {
+        since: new Date(Date.now() - 120_000).toISOString(),
+      });
       expect(started.status).toBe(202);
       const mid = await waitTask(hook.id, started.body.id, (t) => t.processed >= 6, 30_000);
       await worker.kill('SIGKILL');
@@ -191,7 +251,11 @@ describe('durability', () => {
       second = await startTestEngine(c, { reconcilerGrace: { eventsMs: 500, deliveriesMs: 1000 } });
       const task = await waitTask(hook.id, started.body.id, (t) => t.status !== 'running', 40_000);
       expect(task).toMatchObject({ status: 'succeeded', total: 24, processed: 24 });
-      await stack.deliveries(hook.id, (items) => items.length === 24 && items.every((d) => d.status === 'succeeded'), 40_000);
+      await stack.deliveries(
+        hook.id,
+        (items) => items.length === 24 && items.every((d) => d.status === 'succeeded'),
+        40_000,
+      );
       // At least once: every lost event arrived (one in flight at the kill may have arrived twice).
       const answered = new Set(r.requests.filter((q) => q.at > Date.parse(started.body.created_at)).flatMap(eventIdOf));
       for (const id of lost) expect(answered.has(id)).toBe(true);

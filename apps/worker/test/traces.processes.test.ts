@@ -55,17 +55,29 @@ async function post(path: string, key: string, body: unknown, headers: Record<st
 
 it('one trace runs from the API process through the worker process to the receiver', async () => {
   const org = await createTestOrg(db);
-  const hook = await post('/webhooks', org.admin, { name: 'traced', url: receiver.url('/traced'), events: ['policy.created'] });
+  const hook = await post('/webhooks', org.admin, {
+    name: 'traced',
+    url: receiver.url('/traced'),
+    events: ['policy.created'],
+  });
   expect(hook.status).toBe(201);
   const traceId = randomBytes(16).toString('hex');
   const parentId = randomBytes(8).toString('hex');
-  const ingested = await post('/audit-events', org.admin, { events: [auditEvent()] }, { traceparent: `00-${traceId}-${parentId}-01` });
+  const ingested = await post(
+    '/audit-events',
+    org.admin,
+    { events: [auditEvent()] },
+    { traceparent: `00-${traceId}-${parentId}-01` },
+  );
   expect(ingested.status).toBe(202);
   await receiver.waitFor((reqs) => reqs.length === 1);
 
   const spans = await until(
     async () => collector.spans().filter((s) => s.traceId === traceId),
-    (found) => ['POST /audit-events', 'gatehook.fanout', 'gatehook.delivery.attempt'].every((name) => found.some((s) => s.name === name)),
+    (found) =>
+      ['POST /audit-events', 'gatehook.fanout', 'gatehook.delivery.attempt'].every((name) =>
+        found.some((s) => s.name === name),
+      ),
   );
   const byName = (name: string) => spans.find((s) => s.name === name)!;
   const ingestion = byName('POST /audit-events');

@@ -27,7 +27,8 @@ const newTraceparent = () => {
 
 function only(spans: CollectedSpan[], name: string): CollectedSpan {
   const found = spans.filter((s) => s.name === name);
-  if (found.length !== 1) throw new Error(`expected one ${name} span, got ${found.length}: ${JSON.stringify(spans.map((s) => s.name))}`);
+  if (found.length !== 1)
+    throw new Error(`expected one ${name} span, got ${found.length}: ${JSON.stringify(spans.map((s) => s.name))}`);
   return found[0]!;
 }
 
@@ -38,7 +39,11 @@ describe('without an OTLP endpoint', () => {
   beforeAll(async () => {
     collector = await startOtlpCollector();
     // Every standard variable but an endpoint: nothing is started.
-    stack = await startStack({ OTEL_SERVICE_NAME: 'gatehook-untraced', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '10' });
+    stack = await startStack({
+      OTEL_SERVICE_NAME: 'gatehook-untraced',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '10',
+    });
   });
   afterAll(async () => {
     await stack?.close();
@@ -50,7 +55,11 @@ describe('without an OTLP endpoint', () => {
     const r = await stack.receiver();
     await stack.webhook(r, { events: ['policy.created'] });
     const { header } = newTraceparent();
-    const res = await stack.api.call('POST', '/audit-events', { key: stack.org.admin, headers: { traceparent: header }, body: { events: [auditEvent()] } });
+    const res = await stack.api.call('POST', '/audit-events', {
+      key: stack.org.admin,
+      headers: { traceparent: header },
+      body: { events: [auditEvent()] },
+    });
     expect(res.status).toBe(202);
     await r.waitFor((reqs) => reqs.length === 1);
     await stack.settle(res.body.ids);
@@ -81,9 +90,17 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT set (http/json)', () => {
   it('puts ingestion, fan-out, batch flush and each attempt under the gateway traceparent, and sends each attempt its own', async () => {
     expect(stack.tracing.enabled).toBe(true);
     const r = await stack.receiver();
-    const direct = await stack.webhook(r, { events: ['policy.created'], headers: { 'X-Team-Token': HEADER_SECRET } }, `/direct/${PATH_SECRET}?token=${QUERY_SECRET}`);
+    const direct = await stack.webhook(
+      r,
+      { events: ['policy.created'], headers: { 'X-Team-Token': HEADER_SECRET } },
+      `/direct/${PATH_SECRET}?token=${QUERY_SECRET}`,
+    );
     // One event for a batch of two: it goes out after the linger, from a batch flush.
-    const batched = await stack.webhook(r, { events: ['policy.created'], format: 'array', max_events: 2 }, `/batched/${PATH_SECRET}`);
+    const batched = await stack.webhook(
+      r,
+      { events: ['policy.created'], format: 'array', max_events: 2 },
+      `/batched/${PATH_SECRET}`,
+    );
     const { traceId, parentId, header } = newTraceparent();
     const res = await stack.api.call('POST', '/audit-events', {
       key: stack.org.admin,
@@ -95,17 +112,28 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT set (http/json)', () => {
 
     const spans = await until(
       async () => collector.spans().filter((s) => s.traceId === traceId),
-      (found) => found.filter((s) => s.name === 'gatehook.delivery.attempt').length === 2 && found.some((s) => s.name === 'POST /audit-events'),
+      (found) =>
+        found.filter((s) => s.name === 'gatehook.delivery.attempt').length === 2 &&
+        found.some((s) => s.name === 'POST /audit-events'),
     );
     expect(new Set(spans.map((s) => s.service))).toEqual(new Set(['gatehook-traced']));
 
     const ingestion = only(spans, 'POST /audit-events');
     expect(ingestion).toMatchObject({ parentSpanId: parentId, kind: SERVER });
-    expect(ingestion.attributes).toMatchObject({ 'http.route': '/audit-events', 'http.response.status_code': 202, 'gatehook.event.count': 1, 'gatehook.org.id': stack.org.orgId });
+    expect(ingestion.attributes).toMatchObject({
+      'http.route': '/audit-events',
+      'http.response.status_code': 202,
+      'gatehook.event.count': 1,
+      'gatehook.org.id': stack.org.orgId,
+    });
 
     const fanout = only(spans, 'gatehook.fanout');
     expect(fanout).toMatchObject({ parentSpanId: ingestion.spanId, kind: CONSUMER });
-    expect(fanout.attributes).toMatchObject({ 'gatehook.org.id': stack.org.orgId, 'gatehook.event.count': 1, 'gatehook.delivery.count': 1 });
+    expect(fanout.attributes).toMatchObject({
+      'gatehook.org.id': stack.org.orgId,
+      'gatehook.event.count': 1,
+      'gatehook.delivery.count': 1,
+    });
 
     const flush = only(spans, 'gatehook.batch.flush');
     expect(flush).toMatchObject({ parentSpanId: fanout.spanId, kind: CONSUMER });
@@ -117,7 +145,12 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT set (http/json)', () => {
     expect(directAttempt).toMatchObject({ parentSpanId: fanout.spanId, kind: CLIENT, statusCode: 0 });
     expect(batchAttempt).toMatchObject({ parentSpanId: flush.spanId, kind: CLIENT });
     for (const attempt of [directAttempt, batchAttempt]) {
-      expect(attempt.attributes).toMatchObject({ 'http.response.status_code': 200, 'url.scheme': 'https', 'server.address': '127.0.0.1', 'gatehook.org.id': stack.org.orgId });
+      expect(attempt.attributes).toMatchObject({
+        'http.response.status_code': 200,
+        'url.scheme': 'https',
+        'server.address': '127.0.0.1',
+        'gatehook.org.id': stack.org.orgId,
+      });
       expect(attempt.attributes['gatehook.delivery.id']).toMatch(/^[0-9a-f-]{36}$/);
     }
 
@@ -128,56 +161,90 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT set (http/json)', () => {
 
     // Nothing secret in any export: no URL path or query, header value, body, signing secret or API key.
     const exported = collector.requests.map((q) => q.body.toString('utf8')).join('\n');
-    for (const secret of [PATH_SECRET, QUERY_SECRET, HEADER_SECRET, BODY_SECRET, direct.secret, batched.secret, stack.org.admin]) {
+    for (const secret of [
+      PATH_SECRET,
+      QUERY_SECRET,
+      HEADER_SECRET,
+      BODY_SECRET,
+      direct.secret,
+      batched.secret,
+      stack.org.admin,
+    ]) {
       expect(exported).not.toContain(secret);
     }
-    for (const span of spans) for (const value of Object.values(span.attributes)) expect(String(value)).not.toMatch(/\/(direct|batched)\//);
+    for (const span of spans)
+      for (const value of Object.values(span.attributes)) expect(String(value)).not.toMatch(/\/(direct|batched)\//);
   });
 
   it('puts a retry in the same trace, beside the failed attempt, which carries its error code', async () => {
     const r = await stack.receiver((_request, index) => (index === 0 ? { status: 503 } : { status: 200 }));
     const hook = await stack.webhook(r, { events: ['policy.created'] });
     const { traceId, header } = newTraceparent();
-    const res = await stack.api.call('POST', '/audit-events', { key: stack.org.admin, headers: { traceparent: header }, body: auditEvent() });
+    const res = await stack.api.call('POST', '/audit-events', {
+      key: stack.org.admin,
+      headers: { traceparent: header },
+      body: auditEvent(),
+    });
     expect(res.status).toBe(202);
     await r.waitFor((reqs) => reqs.length === 2);
     const spans = await until(
       async () => collector.spans().filter((s) => s.traceId === traceId),
-      (found) => found.filter((s) => s.name === 'gatehook.delivery.attempt' && s.attributes['gatehook.webhook.id'] === hook.id).length === 2,
+      (found) =>
+        found.filter((s) => s.name === 'gatehook.delivery.attempt' && s.attributes['gatehook.webhook.id'] === hook.id)
+          .length === 2,
     );
     const fanout = only(spans, 'gatehook.fanout');
-    const attempts = spans.filter((s) => s.name === 'gatehook.delivery.attempt' && s.attributes['gatehook.webhook.id'] === hook.id);
+    const attempts = spans.filter(
+      (s) => s.name === 'gatehook.delivery.attempt' && s.attributes['gatehook.webhook.id'] === hook.id,
+    );
     const failed = attempts.find((s) => s.attributes['http.response.status_code'] === 503)!;
     const retried = attempts.find((s) => s.attributes['http.response.status_code'] === 200)!;
     expect(failed).toMatchObject({ parentSpanId: fanout.spanId, statusCode: 2 });
     expect(failed.attributes).toMatchObject({ 'gatehook.attempt.error': 'http_503', 'error.type': 'http_503' });
     expect(retried).toMatchObject({ parentSpanId: fanout.spanId, statusCode: 0 });
     expect(retried.attributes['gatehook.delivery.id']).toBe(failed.attributes['gatehook.delivery.id']);
-    expect(r.requests.map((q) => q.headers.traceparent)).toEqual([`00-${traceId}-${failed.spanId}-01`, `00-${traceId}-${retried.spanId}-01`]);
+    expect(r.requests.map((q) => q.headers.traceparent)).toEqual([
+      `00-${traceId}-${failed.spanId}-01`,
+      `00-${traceId}-${retried.spanId}-01`,
+    ]);
   });
 
   it('traces a rate limit check under the gateway traceparent, with its decision', async () => {
     const { traceId, parentId, header } = newTraceparent();
-    const res = await stack.api.call('POST', '/rate-limits/check', { key: stack.org.admin, headers: { traceparent: header }, body: { tool_key: 'github.create_issue' } });
+    const res = await stack.api.call('POST', '/rate-limits/check', {
+      key: stack.org.admin,
+      headers: { traceparent: header },
+      body: { tool_key: 'github.create_issue' },
+    });
     expect(res.status).toBe(200);
     const [check] = await until(
       async () => collector.spans().filter((s) => s.traceId === traceId),
       (found) => found.length === 1,
     );
     expect(check).toMatchObject({ name: 'POST /rate-limits/check', parentSpanId: parentId, kind: SERVER });
-    expect(check!.attributes).toMatchObject({ 'http.response.status_code': 200, 'gatehook.org.id': stack.org.orgId, 'gatehook.rate_limit.allowed': true });
+    expect(check!.attributes).toMatchObject({
+      'http.response.status_code': 200,
+      'gatehook.org.id': stack.org.orgId,
+      'gatehook.rate_limit.allowed': true,
+    });
   });
 });
 
 describe('with OTEL_EXPORTER_OTLP_PROTOCOL unset (http/protobuf)', () => {
   it('exports protobuf to <endpoint>/v1/traces', async () => {
     const collector = await startOtlpCollector();
-    const tracing = await startTracing(testConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint }), 'gatehook-probe');
+    const tracing = await startTracing(
+      testConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint }),
+      'gatehook-probe',
+    );
     try {
       const { traceId, header } = newTraceparent();
       await inSpan('gatehook.fanout', header, {}, async () => undefined);
       await tracing.flush();
-      await until(async () => collector.requests.length, (n) => n > 0);
+      await until(
+        async () => collector.requests.length,
+        (n) => n > 0,
+      );
       const [request] = collector.requests;
       expect(request).toMatchObject({ path: '/v1/traces', contentType: 'application/x-protobuf' });
       // The trace id travels as its 16 raw bytes.

@@ -38,7 +38,11 @@ describe('ConfigCache', () => {
   it('does not keep a load that raced an invalidation', async () => {
     const gate = deferred<number>();
     let calls = 0;
-    const cache = new ConfigCache<number>({ max: 10, ttlMs: 60_000, load: () => (++calls === 1 ? gate.promise : Promise.resolve(2)) });
+    const cache = new ConfigCache<number>({
+      max: 10,
+      ttlMs: 60_000,
+      load: () => (++calls === 1 ? gate.promise : Promise.resolve(2)),
+    });
     const first = cache.get('k');
     cache.invalidate(['k']); // the change commits while the first load still reads the old row
     gate.resolve(1);
@@ -69,17 +73,26 @@ describe('ConfigCache', () => {
 
   it('does not keep a failed load', async () => {
     let calls = 0;
-    const cache = new ConfigCache<number>({ max: 10, ttlMs: 60_000, load: async () => {
-      if (++calls === 1) throw new Error('database down');
-      return 7;
-    } });
+    const cache = new ConfigCache<number>({
+      max: 10,
+      ttlMs: 60_000,
+      load: async () => {
+        if (++calls === 1) throw new Error('database down');
+        return 7;
+      },
+    });
     await expect(cache.get('k')).rejects.toThrow('database down');
     expect(await cache.get('k')).toBe(7);
   });
 
   it('does not keep a value its keep rule refuses (an organisation with no webhooks yet): the next call sees a new one', async () => {
     let rows: string[] = [];
-    const cache = new ConfigCache<string[]>({ max: 10, ttlMs: 60_000, load: async () => [...rows], keep: (v) => v !== null && v.length > 0 });
+    const cache = new ConfigCache<string[]>({
+      max: 10,
+      ttlMs: 60_000,
+      load: async () => [...rows],
+      keep: (v) => v !== null && v.length > 0,
+    });
     expect(await cache.get('org')).toEqual([]);
     expect(cache.peek('org')).toBeUndefined();
     rows = ['first webhook'];
@@ -90,7 +103,12 @@ describe('ConfigCache', () => {
 
   it('keeps missing values apart when missMax is set: a flood of unknown keys never evicts a value that exists', async () => {
     const loads: string[] = [];
-    const cache = new ConfigCache<string>({ max: 3, missMax: 2, ttlMs: 60_000, load: async (k) => (loads.push(k), k.startsWith('known') ? k : null) });
+    const cache = new ConfigCache<string>({
+      max: 3,
+      missMax: 2,
+      ttlMs: 60_000,
+      load: async (k) => (loads.push(k), k.startsWith('known') ? k : null),
+    });
     for (const k of ['known-1', 'known-2', 'known-3']) await cache.get(k);
     for (let i = 0; i < 100; i++) expect(await cache.get(`unknown-${i}`)).toBeNull();
     loads.length = 0;

@@ -35,7 +35,10 @@ export class ConfigCache<V> {
 
   constructor(private readonly options: ConfigCacheOptions<V>) {
     this.entries = new LRUCache<string, Entry<V>>({ max: options.max, ttl: options.ttlMs, ttlAutopurge: false });
-    this.misses = options.missMax === undefined ? this.entries : new LRUCache<string, Entry<V>>({ max: options.missMax, ttl: options.ttlMs, ttlAutopurge: false });
+    this.misses =
+      options.missMax === undefined
+        ? this.entries
+        : new LRUCache<string, Entry<V>>({ max: options.missMax, ttl: options.ttlMs, ttlAutopurge: false });
   }
 
   private cached(key: string): Entry<V> | undefined {
@@ -61,7 +64,8 @@ export class ConfigCache<V> {
     const promise = this.options
       .load(key)
       .then((value) => {
-        if (this.epoch === epoch && (this.options.keep?.(value) ?? true)) (value === null ? this.misses : this.entries).set(key, { value });
+        if (this.epoch === epoch && (this.options.keep?.(value) ?? true))
+          (value === null ? this.misses : this.entries).set(key, { value });
         return value;
       })
       .finally(() => {

@@ -24,7 +24,10 @@ describe('InvalidationBus', () => {
   }
 
   it('drops the named keys in every process within a second, and only those', async () => {
-    const source = new Map([['a', 1], ['b', 1]]);
+    const source = new Map([
+      ['a', 1],
+      ['b', 1],
+    ]);
     const one = process(source);
     const two = process(source);
     await one.cache.follow(one.bus, 'things');

@@ -12,7 +12,12 @@ export function invalidationChannel(prefix: string, topic: string): string {
  * Tells every process that the entries `keys` of `topic` changed, so each drops its cached copy at once. Call it
  * after the change commits. When Redis is unreachable the message is lost; caches then refresh within their TTL.
  */
-export async function publishInvalidation(redis: Connection, prefix: string, topic: string, keys: readonly string[]): Promise<void> {
+export async function publishInvalidation(
+  redis: Connection,
+  prefix: string,
+  topic: string,
+  keys: readonly string[],
+): Promise<void> {
   if (keys.length === 0) return;
   await redis.publish(invalidationChannel(prefix, topic), keys.join('\n'));
 }

@@ -56,6 +56,9 @@ describe('compileCallCondition', () => {
   });
 
   it('errors on a cost that is not an integer', () => {
-    expect(evaluate('call.cost > 0', { tool_key: 'x', cost: 1.5 })).toEqual({ ok: false, error: 'cost is not an integer: 1.5' });
+    expect(evaluate('call.cost > 0', { tool_key: 'x', cost: 1.5 })).toEqual({
+      ok: false,
+      error: 'cost is not an integer: 1.5',
+    });
   });
 });

@@ -4,7 +4,14 @@
 // `call.user_id != ""` instead. `call.cost` is a CEL int; it compares with doubles too (`call.cost > 0.5`).
 
 import type { Environment } from '@marcbachmann/cel-js';
-import { compileBoolean, createConditionEnvironment, evaluateBoolean, type BooleanProgram, type ConditionIssue, type EvaluationResult } from './cel';
+import {
+  compileBoolean,
+  createConditionEnvironment,
+  evaluateBoolean,
+  type BooleanProgram,
+  type ConditionIssue,
+  type EvaluationResult,
+} from './cel';
 import { costIssues } from './condition-ast';
 
 /** The attributes of a rate limit check request (CONTRACT 8), as a scope condition sees them. */
@@ -28,7 +35,8 @@ export interface CompiledCallCondition {
 }
 
 /** The outcome of compiling a scope condition. */
-export type CallCompileResult = { ok: true; condition: CompiledCallCondition } | { ok: false; issues: ConditionIssue[] };
+export type CallCompileResult =
+  { ok: true; condition: CompiledCallCondition } | { ok: false; issues: ConditionIssue[] };
 
 let environment: Environment | undefined;
 

@@ -8,8 +8,16 @@ const env = createConditionEnvironment().registerVariable('m', 'map<string, dyn>
 describe('compileBoolean', () => {
   it.each<[string, string]>([
     ['a long chain of negations', `${'!'.repeat(MAX_CONDITION_LENGTH - 4)}true`],
-    ['a long member chain', `m${'.a'.repeat((MAX_CONDITION_LENGTH - 1) / 2)}`.slice(0, MAX_CONDITION_LENGTH - 5) + ' == 1'],
-    ['a long || chain', Array.from({ length: 200 }, () => 'true').join('||').slice(0, MAX_CONDITION_LENGTH - 4) + 'true'],
+    [
+      'a long member chain',
+      `m${'.a'.repeat((MAX_CONDITION_LENGTH - 1) / 2)}`.slice(0, MAX_CONDITION_LENGTH - 5) + ' == 1',
+    ],
+    [
+      'a long || chain',
+      Array.from({ length: 200 }, () => 'true')
+        .join('||')
+        .slice(0, MAX_CONDITION_LENGTH - 4) + 'true',
+    ],
     ['deep parentheses', `${'('.repeat(500)}true${')'.repeat(500)}`],
     ['deep lists', `${'['.repeat(500)}${']'.repeat(500)} == []`],
     ['a null byte', 'true\u0000'],

@@ -1,7 +1,14 @@
 // What every condition shares, whatever its variable: the CEL environment options and limits, compile to a
 // type-checked boolean program, evaluate to a result instead of a throw, and readable issues.
 
-import { Environment, EvaluationError, ParseError, TypeError as CelTypeError, type ASTNode, type ParseResult } from '@marcbachmann/cel-js';
+import {
+  Environment,
+  EvaluationError,
+  ParseError,
+  TypeError as CelTypeError,
+  type ASTNode,
+  type ParseResult,
+} from '@marcbachmann/cel-js';
 import { typedCostIssues, type ConditionIssue } from './condition-ast';
 import { instrument, withEvaluationBudget } from './evaluation-budget';
 import { registerRe2Matches } from './re2-matches';

@@ -38,13 +38,19 @@ function timed<T>(fn: () => T): { value: T; ms: number } {
 
 describe('hostile conditions: refused at save', () => {
   it.each([
-    ['string concatenation in map', 'event.changes.map(c, event.context.pad + event.context.pad).exists(x, x.contains("#"))'],
+    [
+      'string concatenation in map',
+      'event.changes.map(c, event.context.pad + event.context.pad).exists(x, x.contains("#"))',
+    ],
     ['string concatenation in exists', 'event.changes.exists(c, (c.field + event.context.pad).size() > 3)'],
     ['list concatenation in filter', 'event.changes.filter(c, (event.changes + event.changes).size() > 1).size() > 0'],
   ])('%s', (_name, expression) => {
     const result = compileEventCondition(expression, ['policy.updated']);
     expect(result.ok).toBe(false);
-    if (!result.ok) expect(result.issues[0]?.message).toMatch(/^concatenation with \+ inside all, exists, exists_one, map or filter is not allowed at position \d+/);
+    if (!result.ok)
+      expect(result.issues[0]?.message).toMatch(
+        /^concatenation with \+ inside all, exists, exists_one, map or filter is not allowed at position \d+/,
+      );
   });
 
   it('keeps numeric + and concatenation outside comprehensions', () => {
@@ -96,7 +102,9 @@ describe('hostile conditions: bounded at evaluation', () => {
     const condition = compiled('event.changes.exists(c, event.changes.exists(d, c.field == d.field))');
     const small = event(10, 100);
     expect(condition.evaluate(small)).toEqual({ ok: true, matches: true });
-    const simple = compiled('event.action == "policy.updated" && event.actor.type == "user" && event.context.ip.startsWith("203.")');
+    const simple = compiled(
+      'event.action == "policy.updated" && event.actor.type == "user" && event.context.ip.startsWith("203.")',
+    );
     const runs = 20_000;
     const { ms } = timed(() => {
       for (let i = 0; i < runs; i++) simple.evaluate(small);

@@ -49,7 +49,10 @@ function charge(budget: Budget, value: unknown): void {
   if (size === 0) return;
   budget.size += size;
   if (budget.size > MAX_EVALUATION_SIZE) {
-    exceed(budget, `condition exceeded its budget: it handled more than ${MAX_EVALUATION_SIZE} characters or list elements`);
+    exceed(
+      budget,
+      `condition exceeded its budget: it handled more than ${MAX_EVALUATION_SIZE} characters or list elements`,
+    );
   }
   budget.sinceClock += size >>> 16;
 }
@@ -118,7 +121,14 @@ function wrap(node: ASTNode): void {
 /** Runs `fn` under a fresh budget; `exceeded` is the reason when the budget ran out (whatever fn returned). */
 export function withEvaluationBudget<T>(fn: () => T): { value?: T; error?: unknown; exceeded: string | null } {
   const previous = active;
-  const budget: Budget = { steps: 0, size: 0, sinceClock: 0, time: threadClock.deadline(MAX_EVALUATION_MS), exceeded: null, error: null };
+  const budget: Budget = {
+    steps: 0,
+    size: 0,
+    sinceClock: 0,
+    time: threadClock.deadline(MAX_EVALUATION_MS),
+    exceeded: null,
+    error: null,
+  };
   active = budget;
   try {
     const value = fn();

@@ -15,7 +15,14 @@
 
 import type { Environment } from '@marcbachmann/cel-js';
 import { payloadFieldsOf, type PayloadFieldType } from '@gatehook/core/event-catalogue';
-import { compileBoolean, createConditionEnvironment, evaluateBoolean, type BooleanProgram, type ConditionIssue, type EvaluationResult } from './cel';
+import {
+  compileBoolean,
+  createConditionEnvironment,
+  evaluateBoolean,
+  type BooleanProgram,
+  type ConditionIssue,
+  type EvaluationResult,
+} from './cel';
 import { costIssues, payloadFieldsNamed } from './condition-ast';
 import type { AuditEventData } from '@gatehook/core/audit-event';
 
@@ -88,7 +95,9 @@ function unknownPayloadField(field: string): ConditionIssue {
 export function compileEventCondition(expression: string, events: readonly string[]): CompileResult {
   const fields = payloadFieldsOf(events);
   const compiled = compileBoolean(environmentFor(fields), expression, (ast) => [
-    ...payloadFieldsNamed(ast).filter((field) => !fields.has(field)).map(unknownPayloadField),
+    ...payloadFieldsNamed(ast)
+      .filter((field) => !fields.has(field))
+      .map(unknownPayloadField),
     ...costIssues(ast),
   ]);
   if (!compiled.ok) return compiled;
@@ -115,7 +124,8 @@ class EventCondition implements CompiledCondition {
 /** SPEC 6.2.4: related fields grouped (actor_display_name becomes event.actor.name), created_at a timestamp. */
 function reshapeEvent(event: ConditionEventInput): Record<string, unknown> {
   const createdAt = new Date(event.created_at);
-  if (Number.isNaN(createdAt.getTime())) throw new Error(`created_at is not a timestamp: ${JSON.stringify(event.created_at)}`);
+  if (Number.isNaN(createdAt.getTime()))
+    throw new Error(`created_at is not a timestamp: ${JSON.stringify(event.created_at)}`);
   return {
     id: event.id,
     org_id: event.org_id,

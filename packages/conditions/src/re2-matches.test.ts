@@ -48,12 +48,19 @@ describe('matches', () => {
   it('is RE2 also for a pattern that comes from the event', () => {
     const condition = compiled('event.actor.name.matches(event.context.pattern)');
     const started = performance.now();
-    expect(condition.evaluate(eventWithActorName(catastrophicName, { pattern: '(a|aa)+$' }))).toEqual({ ok: true, matches: false });
+    expect(condition.evaluate(eventWithActorName(catastrophicName, { pattern: '(a|aa)+$' }))).toEqual({
+      ok: true,
+      matches: false,
+    });
     expect(performance.now() - started).toBeLessThan(2000);
   });
 
   it.each([
-    ['a backreference', 'event.actor.name.matches("(a)\\\\1")', /invalid regular expression "\(a\)\\\\1": invalid escape sequence: `\\1`/],
+    [
+      'a backreference',
+      'event.actor.name.matches("(a)\\\\1")',
+      /invalid regular expression "\(a\)\\\\1": invalid escape sequence: `\\1`/,
+    ],
     ['a lookahead', 'event.actor.name.matches("a(?=b)")', /invalid regular expression "a\(\?=b\)": .*/],
     ['an unclosed group', 'matches(event.actor.name, "(a")', /invalid regular expression "\(a": missing closing \)/],
   ])('rejects %s at compile time, which JavaScript RegExp would accept', (_name, expression, message) => {
@@ -74,7 +81,9 @@ describe('matches', () => {
   });
 
   it('makes a bad pattern from the event an evaluation error, not a crash', () => {
-    const result = compiled('event.actor.name.matches(event.context.pattern)').evaluate(eventWithActorName('aa', { pattern: '(a)\\1' }));
+    const result = compiled('event.actor.name.matches(event.context.pattern)').evaluate(
+      eventWithActorName('aa', { pattern: '(a)\\1' }),
+    );
     expect(result).toEqual({ ok: false, error: expect.stringMatching(/^invalid regular expression/) });
   });
 

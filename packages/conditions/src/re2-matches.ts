@@ -113,10 +113,16 @@ export function registerRe2Matches(env: Environment): void {
   // cel-js calls a macro only with its registered arity, so the receiver and arguments are there.
   env.registerFunction(
     'list.matches(ast): bool',
-    matchesMacro((c) => c.receiver as ASTNode, (c) => c.args[0] as ASTNode),
+    matchesMacro(
+      (c) => c.receiver as ASTNode,
+      (c) => c.args[0] as ASTNode,
+    ),
   );
   env.registerFunction(
     'matches(ast, ast): bool',
-    matchesMacro((c) => c.args[0] as ASTNode, (c) => c.args[1] as ASTNode),
+    matchesMacro(
+      (c) => c.args[0] as ASTNode,
+      (c) => c.args[1] as ASTNode,
+    ),
   );
 }

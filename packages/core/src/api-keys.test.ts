@@ -19,7 +19,10 @@ describe('API keys', () => {
   });
 
   it('parse permission lists strictly', () => {
-    expect(parsePermissions('manage_webhooks, ingest_events,manage_webhooks')).toEqual(['manage_webhooks', 'ingest_events']);
+    expect(parsePermissions('manage_webhooks, ingest_events,manage_webhooks')).toEqual([
+      'manage_webhooks',
+      'ingest_events',
+    ]);
     expect(() => parsePermissions('manage_everything')).toThrow(/unknown permission/);
   });
 });

@@ -48,7 +48,10 @@ export function hasPermission(principal: Principal, permission: Permission): boo
 
 /** Parses a comma-separated permission list, throwing on an unknown name. */
 export function parsePermissions(list: string): Permission[] {
-  const names = list.split(',').map((p) => p.trim()).filter((p) => p.length > 0);
+  const names = list
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p.length > 0);
   for (const name of names) {
     if (!(PERMISSIONS as readonly string[]).includes(name)) {
       throw new Error(`unknown permission "${name}" (known: ${PERMISSIONS.join(', ')})`);

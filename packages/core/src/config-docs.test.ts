@@ -18,7 +18,10 @@ describe('docs/configuration.md', () => {
   });
 
   it('refuses a variable without a description', () => {
-    const shape = { DOCUMENTED: z.string().default('x').meta({ group: 'api', description: 'Documented.' }), UNDOCUMENTED: z.string().default('y') };
+    const shape = {
+      DOCUMENTED: z.string().default('x').meta({ group: 'api', description: 'Documented.' }),
+      UNDOCUMENTED: z.string().default('y'),
+    };
     expect(() => configVariables(shape)).toThrow(/UNDOCUMENTED has no description/);
     expect(() => configVariables({ UNGROUPED: z.string().meta({ description: 'No group.' }) })).toThrow(/UNGROUPED/);
   });

@@ -19,7 +19,9 @@ export function configVariables(shape: Record<string, z.ZodType> = envSchema.sha
   return Object.entries(shape).map(([name, schema]) => {
     const doc = schema.meta() as Partial<ConfigDoc> | undefined;
     if (!doc?.description || !doc.group || !Object.hasOwn(CONFIG_GROUPS, doc.group)) {
-      throw new Error(`${name} has no description or group: add .meta(about(group, description)) to it in packages/core/src/config.ts`);
+      throw new Error(
+        `${name} has no description or group: add .meta(about(group, description)) to it in packages/core/src/config.ts`,
+      );
     }
     return {
       name,
@@ -36,7 +38,8 @@ function defaultOf(schema: z.ZodType): string {
   if (!(schema instanceof z.ZodDefault)) return 'required';
   const value: unknown = schema.def.defaultValue;
   if (Array.isArray(value)) return value.length === 0 ? 'empty' : `\`${value.join(',')}\``;
-  if (typeof value === 'object' && value !== null) return Object.keys(value).length === 0 ? 'empty' : `\`${JSON.stringify(value)}\``;
+  if (typeof value === 'object' && value !== null)
+    return Object.keys(value).length === 0 ? 'empty' : `\`${JSON.stringify(value)}\``;
   if (value === '') return 'empty';
   return `\`${String(value)}\``;
 }
@@ -44,11 +47,17 @@ function defaultOf(schema: z.ZodType): string {
 const cell = (text: string) => text.replaceAll('|', '\\|').replaceAll('\n', ' ');
 
 /** A title's anchor as GitHub makes it. */
-const anchor = (title: string) => title.toLowerCase().replace(/[^a-z0-9 -]/g, '').replaceAll(' ', '-');
+const anchor = (title: string) =>
+  title
+    .toLowerCase()
+    .replace(/[^a-z0-9 -]/g, '')
+    .replaceAll(' ', '-');
 
 /** docs/configuration.md, rendered from the schema. */
 export function renderConfigDocs(variables: ConfigVariable[] = configVariables()): string {
-  const groups = (Object.keys(CONFIG_GROUPS) as ConfigGroup[]).filter((group) => variables.some((v) => v.group === group));
+  const groups = (Object.keys(CONFIG_GROUPS) as ConfigGroup[]).filter((group) =>
+    variables.some((v) => v.group === group),
+  );
   const lines = [
     '# Configuration',
     '',

@@ -1,4 +1,11 @@
-import { ConfigError, DEVELOPMENT_ENCRYPTION_KEY, developerCommandEnv, isLocalDatabase, openMetricsWarning, parseConfig } from '@gatehook/core/config';
+import {
+  ConfigError,
+  DEVELOPMENT_ENCRYPTION_KEY,
+  developerCommandEnv,
+  isLocalDatabase,
+  openMetricsWarning,
+  parseConfig,
+} from '@gatehook/core/config';
 import { generateEncryptionKey } from '@gatehook/core/encryption';
 import { parseSeed, redisTarget } from '@gatehook/core/redis';
 
@@ -37,16 +44,28 @@ describe('parseConfig', () => {
   it('takes GRPC_PORT 0 as off and the gRPC TLS files only as a pair', () => {
     expect(parseConfig({ NODE_ENV: 'test', GRPC_PORT: '0' }).GRPC_PORT).toBe(0);
     expect(() => parseConfig({ NODE_ENV: 'test', GRPC_PORT: '70000' })).toThrow(/GRPC_PORT/);
-    expect(parseConfig({ NODE_ENV: 'test', GRPC_TLS_CERT_FILE: '/c.pem', GRPC_TLS_KEY_FILE: '/k.pem' }).GRPC_TLS_KEY_FILE).toBe('/k.pem');
-    expect(() => parseConfig({ NODE_ENV: 'test', GRPC_TLS_CERT_FILE: '/c.pem' })).toThrow(/GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE: set both/);
+    expect(
+      parseConfig({ NODE_ENV: 'test', GRPC_TLS_CERT_FILE: '/c.pem', GRPC_TLS_KEY_FILE: '/k.pem' }).GRPC_TLS_KEY_FILE,
+    ).toBe('/k.pem');
+    expect(() => parseConfig({ NODE_ENV: 'test', GRPC_TLS_CERT_FILE: '/c.pem' })).toThrow(
+      /GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE: set both/,
+    );
   });
 
   it('takes an http(s) CONNECT proxy URL and refuses anything else without quoting it (it may carry credentials)', () => {
     const base = { NODE_ENV: 'test' };
     expect(parseConfig({ ...base }).EGRESS_PROXY_URL).toBe('');
-    expect(parseConfig({ ...base, EGRESS_PROXY_URL: 'http://user:pass@proxy.internal:3128' }).EGRESS_PROXY_URL).toBe('http://user:pass@proxy.internal:3128');
-    expect(parseConfig({ ...base, EGRESS_PROXY_URL: 'https://proxy.internal' }).EGRESS_PROXY_URL).toBe('https://proxy.internal');
-    for (const bad of ['socks5://user:hunter2@proxy:1080', 'http://user:hunter2@proxy:3128/path', 'not a url hunter2']) {
+    expect(parseConfig({ ...base, EGRESS_PROXY_URL: 'http://user:pass@proxy.internal:3128' }).EGRESS_PROXY_URL).toBe(
+      'http://user:pass@proxy.internal:3128',
+    );
+    expect(parseConfig({ ...base, EGRESS_PROXY_URL: 'https://proxy.internal' }).EGRESS_PROXY_URL).toBe(
+      'https://proxy.internal',
+    );
+    for (const bad of [
+      'socks5://user:hunter2@proxy:1080',
+      'http://user:hunter2@proxy:3128/path',
+      'not a url hunter2',
+    ]) {
       expect(() => parseConfig({ ...base, EGRESS_PROXY_URL: bad })).toThrow(/EGRESS_PROXY_URL/);
       expect(() => parseConfig({ ...base, EGRESS_PROXY_URL: bad })).not.toThrow(/hunter2/);
     }
@@ -73,7 +92,9 @@ describe('parseConfig', () => {
 
   it('refuses the development key when NODE_ENV is unset or empty: unset counts as production', () => {
     for (const env of [{}, { NODE_ENV: '' }]) {
-      expect(() => parseConfig(env)).toThrow(/GATEHOOK_ENCRYPTION_KEY: required unless NODE_ENV is development or test \(NODE_ENV is not set/);
+      expect(() => parseConfig(env)).toThrow(
+        /GATEHOOK_ENCRYPTION_KEY: required unless NODE_ENV is development or test \(NODE_ENV is not set/,
+      );
     }
     const key = generateEncryptionKey();
     const config = parseConfig({ GATEHOOK_ENCRYPTION_KEY: key });
@@ -90,10 +111,14 @@ describe('parseConfig', () => {
   it('warns at start-up when /metrics is open in production (METRICS_TOKEN unset, NODE_ENV production or unset)', () => {
     const key = generateEncryptionKey();
     for (const env of [{ GATEHOOK_ENCRYPTION_KEY: key }, { GATEHOOK_ENCRYPTION_KEY: key, NODE_ENV: 'production' }]) {
-      expect(parseConfig(env).startupWarnings.join(' ')).toMatch(/METRICS_TOKEN is not set: GET \/metrics answers anyone/);
+      expect(parseConfig(env).startupWarnings.join(' ')).toMatch(
+        /METRICS_TOKEN is not set: GET \/metrics answers anyone/,
+      );
     }
     const token = 'a-metrics-token-of-32-characters';
-    expect(parseConfig({ GATEHOOK_ENCRYPTION_KEY: key, METRICS_TOKEN: token }).startupWarnings.join(' ')).not.toMatch(/METRICS_TOKEN/);
+    expect(parseConfig({ GATEHOOK_ENCRYPTION_KEY: key, METRICS_TOKEN: token }).startupWarnings.join(' ')).not.toMatch(
+      /METRICS_TOKEN/,
+    );
     for (const NODE_ENV of ['development', 'test']) {
       expect(parseConfig({ NODE_ENV }).startupWarnings.join(' ')).not.toMatch(/METRICS_TOKEN/);
     }
@@ -102,15 +127,30 @@ describe('parseConfig', () => {
   });
 
   it('reads REDIS_CLUSTER_NODES as seed URLs (then REDIS_URL is ignored), and keeps REDIS_PREFIX free of hash tags', () => {
-    const config = parseConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: 'redis://10.0.0.1:7000, rediss://gh:p%40ss@redis-b.internal:6380' });
+    const config = parseConfig({
+      NODE_ENV: 'test',
+      REDIS_CLUSTER_NODES: 'redis://10.0.0.1:7000, rediss://gh:p%40ss@redis-b.internal:6380',
+    });
     expect(config.REDIS_CLUSTER_NODES).toEqual(['redis://10.0.0.1:7000', 'rediss://gh:p%40ss@redis-b.internal:6380']);
     expect(redisTarget(config)).toEqual({ url: 'redis://127.0.0.1:6379', clusterNodes: config.REDIS_CLUSTER_NODES });
-    expect(parseSeed(config.REDIS_CLUSTER_NODES[1]!)).toEqual({ host: 'redis-b.internal', port: 6380, username: 'gh', password: 'p@ss', tls: true });
+    expect(parseSeed(config.REDIS_CLUSTER_NODES[1]!)).toEqual({
+      host: 'redis-b.internal',
+      port: 6380,
+      username: 'gh',
+      password: 'p@ss',
+      tls: true,
+    });
     expect(redisTarget(parseConfig({ NODE_ENV: 'test' }))).toEqual({ url: 'redis://127.0.0.1:6379' });
     expect(parseConfig({ NODE_ENV: 'test' }).DELIVERY_QUEUE_SHARDS).toBe(8);
-    expect(() => parseConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: 'http://10.0.0.1:7000' })).toThrow(/REDIS_CLUSTER_NODES: http:\/\/10.0.0.1:7000: must be redis:\/\/ or rediss:\/\//);
-    expect(() => parseConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: 'nonsense' })).toThrow(/REDIS_CLUSTER_NODES: nonsense: not a URL/);
-    expect(() => parseConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: 'http://gh:s3cret@10.0.0.1:7000' })).toThrow('http://gh:***@10.0.0.1:7000: must be');
+    expect(() => parseConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: 'http://10.0.0.1:7000' })).toThrow(
+      /REDIS_CLUSTER_NODES: http:\/\/10.0.0.1:7000: must be redis:\/\/ or rediss:\/\//,
+    );
+    expect(() => parseConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: 'nonsense' })).toThrow(
+      /REDIS_CLUSTER_NODES: nonsense: not a URL/,
+    );
+    expect(() => parseConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: 'http://gh:s3cret@10.0.0.1:7000' })).toThrow(
+      'http://gh:***@10.0.0.1:7000: must be',
+    );
     expect(() => parseConfig({ NODE_ENV: 'test', REDIS_PREFIX: '{gatehook}' })).toThrow(/REDIS_PREFIX/);
     expect(() => parseConfig({ NODE_ENV: 'test', DELIVERY_QUEUE_SHARDS: '0' })).toThrow(/DELIVERY_QUEUE_SHARDS/);
   });
@@ -141,11 +181,19 @@ describe('developerCommandEnv (pnpm start, db:migrate, gatehook)', () => {
   });
 
   it('leaves it unset, so production, for a database elsewhere', () => {
-    for (const url of ['postgresql://u@db.internal:5432/x', 'postgresql://u@10.0.0.5/x', 'postgresql://u@localhost.evil.com/x', 'postgresql://u@127.0.0.1/x?host=db.internal', 'not a url']) {
+    for (const url of [
+      'postgresql://u@db.internal:5432/x',
+      'postgresql://u@10.0.0.5/x',
+      'postgresql://u@localhost.evil.com/x',
+      'postgresql://u@127.0.0.1/x?host=db.internal',
+      'not a url',
+    ]) {
       expect(isLocalDatabase(url)).toBe(false);
       const env = developerCommandEnv({ DATABASE_URL: url });
       expect(env.NODE_ENV).toBeUndefined();
-      expect(() => parseConfig(env)).toThrow(/GATEHOOK_ENCRYPTION_KEY: required unless NODE_ENV is development or test/);
+      expect(() => parseConfig(env)).toThrow(
+        /GATEHOOK_ENCRYPTION_KEY: required unless NODE_ENV is development or test/,
+      );
     }
   });
 });

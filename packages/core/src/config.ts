@@ -12,21 +12,22 @@ export const DEVELOPMENT_ENCRYPTION_KEY = 'Z2F0ZWhvb2stZGV2ZWxvcG1lbnQta2V5LW5vd
 
 const integer = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
 
-const retrySchedule = z
-  .string()
-  .transform((value, ctx) => {
-    const parts = value.split(',').map((p) => p.trim());
-    const seconds = parts.map(Number);
-    if (parts.length !== 8 || seconds.some((s) => !Number.isFinite(s) || s < 0)) {
-      ctx.addIssue({ code: 'custom', message: 'must be 8 comma-separated non-negative numbers of seconds' });
-      return z.NEVER;
-    }
-    return seconds;
-  });
+const retrySchedule = z.string().transform((value, ctx) => {
+  const parts = value.split(',').map((p) => p.trim());
+  const seconds = parts.map(Number);
+  if (parts.length !== 8 || seconds.some((s) => !Number.isFinite(s) || s < 0)) {
+    ctx.addIssue({ code: 'custom', message: 'must be 8 comma-separated non-negative numbers of seconds' });
+    return z.NEVER;
+  }
+  return seconds;
+});
 
 /** REDIS_CLUSTER_NODES: comma-separated seed URLs, each `redis://host:port` or `rediss://user:pass@host:port`. */
 const clusterNodes = z.string().transform((value, ctx) => {
-  const urls = value.split(',').map((u) => u.trim()).filter((u) => u !== '');
+  const urls = value
+    .split(',')
+    .map((u) => u.trim())
+    .filter((u) => u !== '');
   for (const url of urls) {
     try {
       parseSeed(url);
@@ -40,14 +41,22 @@ const clusterNodes = z.string().transform((value, ctx) => {
 function isProxyUrl(value: string): boolean {
   try {
     const url = new URL(value);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '' && (url.pathname === '/' || url.pathname === '') && url.search === '' && url.hash === '';
+    return (
+      (url.protocol === 'http:' || url.protocol === 'https:') &&
+      url.hostname !== '' &&
+      (url.pathname === '/' || url.pathname === '') &&
+      url.search === '' &&
+      url.hash === ''
+    );
   } catch {
     return false;
   }
 }
 
 /** OTLP over HTTP only: `grpc` would need a second transport for the same spans. */
-const otlpProtocol = z.enum(['http/protobuf', 'http/json'], { message: 'must be http/protobuf or http/json (grpc is not supported)' });
+const otlpProtocol = z.enum(['http/protobuf', 'http/json'], {
+  message: 'must be http/protobuf or http/json (grpc is not supported)',
+});
 
 /** OTEL_EXPORTER_OTLP_HEADERS: `key=value` pairs separated by commas, values URL-encoded (the OpenTelemetry format). */
 const otlpHeaders = z.string().transform((value, ctx) => {
@@ -96,7 +105,9 @@ export function isLocalDatabase(databaseUrl: string): boolean {
  * and when unset, `development` only if the database is on this machine ({@link isLocalDatabase}); otherwise it
  * stays unset, which counts as production (no development key, no loopback receivers, no development CA).
  */
-export function developerCommandEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string | undefined> {
+export function developerCommandEnv(
+  env: Readonly<Record<string, string | undefined>>,
+): Record<string, string | undefined> {
   if (env.NODE_ENV) return { ...env };
   return isLocalDatabase(env.DATABASE_URL || DEFAULT_DATABASE_URL) ? { ...env, NODE_ENV: 'development' } : { ...env };
 }
@@ -127,7 +138,11 @@ export type ConfigDoc = {
   see?: string;
 };
 
-const about = (group: ConfigGroup, description: string, more: Omit<ConfigDoc, 'group' | 'description'> = {}): ConfigDoc => ({
+const about = (
+  group: ConfigGroup,
+  description: string,
+  more: Omit<ConfigDoc, 'group' | 'description'> = {},
+): ConfigDoc => ({
   group,
   description,
   ...more,
@@ -154,19 +169,31 @@ export const envSchema = z.object({
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
     .default('info')
     .meta(about('observability', 'pino log level: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`.')),
-  DATABASE_URL: z.string().min(1).default(DEFAULT_DATABASE_URL).meta(about('processes', 'PostgreSQL connection string.')),
+  DATABASE_URL: z
+    .string()
+    .min(1)
+    .default(DEFAULT_DATABASE_URL)
+    .meta(about('processes', 'PostgreSQL connection string.')),
   REDIS_URL: z.string().min(1).default('redis://127.0.0.1:6379').meta(about('processes', 'Redis (one node).')),
-  REDIS_CLUSTER_NODES: clusterNodes.default([]).meta(
-    about(
-      'processes',
-      'Comma-separated seed URLs of a Redis Cluster (`redis://host:port`, `rediss://user:pass@host:port`; TLS and ' +
-        'credentials from the URL); when set, every connection is a cluster client and `REDIS_URL` is ignored.',
-      { see: 'redis-cluster.md' },
+  REDIS_CLUSTER_NODES: clusterNodes
+    .default([])
+    .meta(
+      about(
+        'processes',
+        'Comma-separated seed URLs of a Redis Cluster (`redis://host:port`, `rediss://user:pass@host:port`; TLS and ' +
+          'credentials from the URL); when set, every connection is a cluster client and `REDIS_URL` is ignored.',
+        { see: 'redis-cluster.md' },
+      ),
     ),
-  ),
   DELIVERY_QUEUE_SHARDS: integer(1, 256)
     .default(8)
-    .meta(about('processes', 'The fan-out and deliver work is spread over this many queues, each with a hash tag of its own.', { see: 'redis-cluster.md' })),
+    .meta(
+      about(
+        'processes',
+        'The fan-out and deliver work is spread over this many queues, each with a hash tag of its own.',
+        { see: 'redis-cluster.md' },
+      ),
+    ),
   QUEUE_WATCHDOG_MS: integer(500, 3_600_000)
     .default(30_000)
     .meta(
@@ -177,8 +204,12 @@ export const envSchema = z.object({
         { see: 'redis-cluster.md' },
       ),
     ),
-  PORT: integer(0, 65535).default(3000).meta(about('processes', 'API port (REST API, console, `/healthz`, `/readyz`, `/metrics`).')),
-  WORKER_PORT: integer(0, 65535).default(3001).meta(about('processes', "The worker's `/healthz`, `/readyz` and `/metrics`.")),
+  PORT: integer(0, 65535)
+    .default(3000)
+    .meta(about('processes', 'API port (REST API, console, `/healthz`, `/readyz`, `/metrics`).')),
+  WORKER_PORT: integer(0, 65535)
+    .default(3001)
+    .meta(about('processes', "The worker's `/healthz`, `/readyz` and `/metrics`.")),
   GRPC_PORT: integer(0, 65535)
     .default(3002)
     .meta(
@@ -193,8 +224,16 @@ export const envSchema = z.object({
   GRPC_TLS_CERT_FILE: z
     .string()
     .default('')
-    .meta(about('rateLimits', 'PEM certificate chain of the gRPC port; with `GRPC_TLS_KEY_FILE` (both or neither) the port speaks TLS.')),
-  GRPC_TLS_KEY_FILE: z.string().default('').meta(about('rateLimits', 'PEM private key of the gRPC port, set with `GRPC_TLS_CERT_FILE`.')),
+    .meta(
+      about(
+        'rateLimits',
+        'PEM certificate chain of the gRPC port; with `GRPC_TLS_KEY_FILE` (both or neither) the port speaks TLS.',
+      ),
+    ),
+  GRPC_TLS_KEY_FILE: z
+    .string()
+    .default('')
+    .meta(about('rateLimits', 'PEM private key of the gRPC port, set with `GRPC_TLS_CERT_FILE`.')),
   REDIS_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : - only')
@@ -220,19 +259,28 @@ export const envSchema = z.object({
         { defaultLabel: 'the development key outside production (with a warning); required in production' },
       ),
     ),
-  DELIVERY_RETRY_SCHEDULE: retrySchedule
-    .default([0, 5, 300, 1800, 7200, 18000, 36000, 36000])
-    .meta(about('delivery', 'Seconds before each of the 8 attempts (±20% jitter on every non-zero delay).', { see: 'delivery.md' })),
-  DELIVERY_TIMEOUT_MS: integer(100, 600_000).default(15000).meta(about('delivery', 'Per-attempt timeout (connect and response).')),
+  DELIVERY_RETRY_SCHEDULE: retrySchedule.default([0, 5, 300, 1800, 7200, 18000, 36000, 36000]).meta(
+    about('delivery', 'Seconds before each of the 8 attempts (±20% jitter on every non-zero delay).', {
+      see: 'delivery.md',
+    }),
+  ),
+  DELIVERY_TIMEOUT_MS: integer(100, 600_000)
+    .default(15000)
+    .meta(about('delivery', 'Per-attempt timeout (connect and response).')),
   DELIVERY_CONCURRENCY: integer(1, 10_000)
     .default(50)
-    .meta(about('delivery', 'Requests in flight per worker process, shared fairly between organisations, then between their webhooks.')),
+    .meta(
+      about(
+        'delivery',
+        'Requests in flight per worker process, shared fairly between organisations, then between their webhooks.',
+      ),
+    ),
   DELIVERY_ENDPOINT_CONCURRENCY: integer(1, 10_000)
     .default(50)
     .meta(
       about(
         'delivery',
-        'Most requests one webhook may have in flight per worker process; below it each webhook\'s limit adapts to its ' +
+        "Most requests one webhook may have in flight per worker process; below it each webhook's limit adapts to its " +
           'receiver ("Isolation").',
         { see: 'delivery.md' },
       ),
@@ -264,14 +312,24 @@ export const envSchema = z.object({
           'requests; one organisation over its render budget holds at most all but one.',
       ),
     ),
-  BATCH_LINGER_MS: integer(0, 600_000).default(1000).meta(about('delivery', 'Longest an event waits for its batch to fill (webhooks with `max_events` > 1).')),
+  BATCH_LINGER_MS: integer(0, 600_000)
+    .default(1000)
+    .meta(about('delivery', 'Longest an event waits for its batch to fill (webhooks with `max_events` > 1).')),
   CIRCUIT_BREAKER_SECONDS: integer(1)
     .default(259200)
-    .meta(about('delivery', 'Continuous failure (72 hours by default) after which a webhook is disabled.', { see: 'delivery.md' })),
+    .meta(
+      about('delivery', 'Continuous failure (72 hours by default) after which a webhook is disabled.', {
+        see: 'delivery.md',
+      }),
+    ),
   SECRET_ROTATION_OVERLAP_SECONDS: integer(0)
     .default(86400)
-    .meta(about('delivery', 'How long the previous signing secret stays valid after a rotation.', { see: 'webhooks.md' })),
-  DELIVERY_RETENTION_DAYS: integer(1).default(30).meta(about('processes', 'Delivery history (deliveries, attempts, stored bodies) is kept this long.')),
+    .meta(
+      about('delivery', 'How long the previous signing secret stays valid after a rotation.', { see: 'webhooks.md' }),
+    ),
+  DELIVERY_RETENTION_DAYS: integer(1)
+    .default(30)
+    .meta(about('processes', 'Delivery history (deliveries, attempts, stored bodies) is kept this long.')),
   HISTORY_PARTITION: z
     .enum(['hour', 'day', 'week', 'month'])
     .default('day')
@@ -283,7 +341,9 @@ export const envSchema = z.object({
         { see: 'database.md' },
       ),
     ),
-  RETRY_AFTER_CAP_SECONDS: integer(0).default(3600).meta(about('delivery', "Cap on a 429's `Retry-After`.", { see: 'delivery.md' })),
+  RETRY_AFTER_CAP_SECONDS: integer(0)
+    .default(3600)
+    .meta(about('delivery', "Cap on a 429's `Retry-After`.", { see: 'delivery.md' })),
   EGRESS_ALLOW_CIDRS: z
     .string()
     .default('')
@@ -302,7 +362,10 @@ export const envSchema = z.object({
   EGRESS_PROXY_URL: z
     .string()
     .default('')
-    .refine((value) => value === '' || isProxyUrl(value), 'must be an http:// or https:// URL of a CONNECT proxy (scheme, host, optional port and credentials; no path)')
+    .refine(
+      (value) => value === '' || isProxyUrl(value),
+      'must be an http:// or https:// URL of a CONNECT proxy (scheme, host, optional port and credentials; no path)',
+    )
     .meta(
       about(
         'egress',
@@ -313,28 +376,53 @@ export const envSchema = z.object({
         { see: 'delivery.md' },
       ),
     ),
-  TASK_PAGE_SIZE: integer(1, 1000).default(100).meta(about('tasks', 'Items a recover or replay task handles per step.', { see: 'recover-replay.md' })),
+  TASK_PAGE_SIZE: integer(1, 1000)
+    .default(100)
+    .meta(about('tasks', 'Items a recover or replay task handles per step.', { see: 'recover-replay.md' })),
   TASK_MAX_BACKLOG: integer(1, 100_000)
     .default(20)
-    .meta(about('tasks', 'A task adds work only while its webhook has fewer due deliveries than this.', { see: 'recover-replay.md' })),
-  TASK_SEND_RATE: integer(0, 10_000)
-    .default(100)
     .meta(
-      about('tasks', 'Deliveries a second one task sends at most, on an even schedule; `0`: no cap, only the backlog bound ("Pacing").', {
+      about('tasks', 'A task adds work only while its webhook has fewer due deliveries than this.', {
         see: 'recover-replay.md',
       }),
     ),
+  TASK_SEND_RATE: integer(0, 10_000)
+    .default(100)
+    .meta(
+      about(
+        'tasks',
+        'Deliveries a second one task sends at most, on an even schedule; `0`: no cap, only the backlog bound ("Pacing").',
+        {
+          see: 'recover-replay.md',
+        },
+      ),
+    ),
   TASK_LEASE_MS: integer(1000, 600_000)
     .default(30_000)
-    .meta(about('tasks', 'How long a step is held before another worker may continue the task.', { see: 'recover-replay.md' })),
+    .meta(
+      about('tasks', 'How long a step is held before another worker may continue the task.', {
+        see: 'recover-replay.md',
+      }),
+    ),
   RATE_LIMIT_STORE: z
     .enum(['memory', 'redis'])
     .default('memory')
-    .meta(about('rateLimits', '`memory` (each process counts on its own) or `redis` (one shared counter across every process).', { see: 'rate-limits.md' })),
+    .meta(
+      about(
+        'rateLimits',
+        '`memory` (each process counts on its own) or `redis` (one shared counter across every process).',
+        { see: 'rate-limits.md' },
+      ),
+    ),
   RATE_LIMIT_FAIL_MODE: z
     .enum(['open', 'closed'])
     .default('open')
-    .meta(about('rateLimits', 'With `redis`, what a check does when Redis is unreachable: `open` counts in this process, `closed` denies.')),
+    .meta(
+      about(
+        'rateLimits',
+        'With `redis`, what a check does when Redis is unreachable: `open` counts in this process, `closed` denies.',
+      ),
+    ),
   RATE_LIMIT_REDIS_TIMEOUT_MS: integer(1, 10_000)
     .default(250)
     .meta(about('rateLimits', 'With `redis`, a check slower than this counts as Redis being unreachable.')),
@@ -355,7 +443,9 @@ export const envSchema = z.object({
   RATE_LIMIT_MEMORY_COUNTERS_PER_ORG: integer(1)
     .default(100_000)
     .meta(about('rateLimits', 'Memory store: live counters of one organisation (past it, only its own oldest go).')),
-  RATE_LIMIT_MEMORY_COUNTERS: integer(1).default(1_000_000).meta(about('rateLimits', 'Memory store: live counters of the process.')),
+  RATE_LIMIT_MEMORY_COUNTERS: integer(1)
+    .default(1_000_000)
+    .meta(about('rateLimits', 'Memory store: live counters of the process.')),
   OTEL_EXPORTER_OTLP_ENDPOINT: z
     .url({ protocol: /^https?$/ })
     .optional()
@@ -370,13 +460,20 @@ export const envSchema = z.object({
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z
     .url({ protocol: /^https?$/ })
     .optional()
-    .meta(about('observability', 'The traces URL itself (used as is); turns traces on like the base endpoint, and wins over it.')),
+    .meta(
+      about(
+        'observability',
+        'The traces URL itself (used as is); turns traces on like the base endpoint, and wins over it.',
+      ),
+    ),
   OTEL_EXPORTER_OTLP_PROTOCOL: otlpProtocol
     .default('http/protobuf')
     .meta(about('observability', '`http/protobuf` or `http/json`; `grpc` is refused at start-up.')),
-  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol
-    .optional()
-    .meta(about('observability', 'The protocol of traces; wins over `OTEL_EXPORTER_OTLP_PROTOCOL`.', { defaultLabel: '`OTEL_EXPORTER_OTLP_PROTOCOL`' })),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol.optional().meta(
+    about('observability', 'The protocol of traces; wins over `OTEL_EXPORTER_OTLP_PROTOCOL`.', {
+      defaultLabel: '`OTEL_EXPORTER_OTLP_PROTOCOL`',
+    }),
+  ),
   OTEL_EXPORTER_OTLP_HEADERS: otlpHeaders
     .default({})
     .meta(
@@ -387,35 +484,72 @@ export const envSchema = z.object({
     ),
   OTEL_EXPORTER_OTLP_TRACES_HEADERS: otlpHeaders
     .default({})
-    .meta(about('observability', 'Headers of the traces export requests, in the same format; they win over `OTEL_EXPORTER_OTLP_HEADERS`.')),
+    .meta(
+      about(
+        'observability',
+        'Headers of the traces export requests, in the same format; they win over `OTEL_EXPORTER_OTLP_HEADERS`.',
+      ),
+    ),
   OTEL_EXPORTER_OTLP_TIMEOUT: integer(1, 600_000)
     .default(10_000)
-    .meta(about('observability', 'Longest one export may take (ms), its retries included, before its spans are given up.')),
+    .meta(
+      about('observability', 'Longest one export may take (ms), its retries included, before its spans are given up.'),
+    ),
   OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: integer(1, 600_000)
     .optional()
-    .meta(about('observability', 'The same for traces; wins over `OTEL_EXPORTER_OTLP_TIMEOUT`.', { defaultLabel: '`OTEL_EXPORTER_OTLP_TIMEOUT`' })),
+    .meta(
+      about('observability', 'The same for traces; wins over `OTEL_EXPORTER_OTLP_TIMEOUT`.', {
+        defaultLabel: '`OTEL_EXPORTER_OTLP_TIMEOUT`',
+      }),
+    ),
   OTEL_SERVICE_NAME: z
     .string()
     .optional()
-    .meta(about('observability', 'The `service.name` of the spans of the process.', { defaultLabel: '`gatehook-api` / `gatehook-worker`' })),
+    .meta(
+      about('observability', 'The `service.name` of the spans of the process.', {
+        defaultLabel: '`gatehook-api` / `gatehook-worker`',
+      }),
+    ),
   OTEL_BSP_SCHEDULE_DELAY: integer(0, 600_000)
     .default(5_000)
-    .meta(about('observability', 'Most milliseconds an ended span waits before it is exported, in a batch with the others.')),
-  OTEL_SDK_DISABLED: z.enum(['true', 'false']).default('false').meta(about('observability', '`true` turns traces off whatever the endpoint.')),
+    .meta(
+      about(
+        'observability',
+        'Most milliseconds an ended span waits before it is exported, in a batch with the others.',
+      ),
+    ),
+  OTEL_SDK_DISABLED: z
+    .enum(['true', 'false'])
+    .default('false')
+    .meta(about('observability', '`true` turns traces off whatever the endpoint.')),
   API_RATE_LIMIT_PER_SECOND: integer(0, 1_000_000)
     .default(50)
     .meta(
-      about('api', 'Management API requests per second per API key; `0` turns throttling off (ingestion and rate limit checks are exempt).', {
-        see: 'rate-limits.md',
-      }),
+      about(
+        'api',
+        'Management API requests per second per API key; `0` turns throttling off (ingestion and rate limit checks are exempt).',
+        {
+          see: 'rate-limits.md',
+        },
+      ),
     ),
   API_RATE_LIMIT_BURST: integer(1, 1_000_000).default(200).meta(about('api', 'Management API burst per API key.')),
   API_KEY_CACHE_MAX: integer(1)
     .default(10_000)
-    .meta(about('api', 'Verified API keys cached per process (by hash); revocations reach every process through Redis at once.')),
+    .meta(
+      about(
+        'api',
+        'Verified API keys cached per process (by hash); revocations reach every process through Redis at once.',
+      ),
+    ),
   API_KEY_CACHE_TTL_MS: integer(100, 3_600_000)
     .default(30_000)
-    .meta(about('api', 'Backstop when a revocation message is lost (Redis down): a cached key is checked again at least this often.')),
+    .meta(
+      about(
+        'api',
+        'Backstop when a revocation message is lost (Redis down): a cached key is checked again at least this often.',
+      ),
+    ),
   API_KEY_MISS_CACHE_MAX: integer(1)
     .default(1_000)
     .meta(
@@ -480,7 +614,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     );
   }
   if (Boolean(parsed.GRPC_TLS_CERT_FILE) !== Boolean(parsed.GRPC_TLS_KEY_FILE)) {
-    throw new ConfigError('invalid configuration:\n  GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE: set both (TLS on the gRPC port) or neither (plaintext)');
+    throw new ConfigError(
+      'invalid configuration:\n  GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE: set both (TLS on the gRPC port) or neither (plaintext)',
+    );
   }
   const metrics = openMetricsWarning({ NODE_ENV: nodeEnv, METRICS_TOKEN: parsed.METRICS_TOKEN });
   if (metrics) startupWarnings.push(metrics);
@@ -491,10 +627,14 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
  * The start-up warning of a production process (NODE_ENV production, or unset) whose `/metrics` answers anyone
  * because METRICS_TOKEN is not set; null otherwise. Development and test keep `/metrics` open without a word.
  */
-export function openMetricsWarning(config: { NODE_ENV: Config['NODE_ENV']; METRICS_TOKEN?: string | undefined }): string | null {
+export function openMetricsWarning(config: {
+  NODE_ENV: Config['NODE_ENV'];
+  METRICS_TOKEN?: string | undefined;
+}): string | null {
   if (config.NODE_ENV !== 'production' || config.METRICS_TOKEN) return null;
   return (
-    'METRICS_TOKEN is not set: GET /metrics answers anyone who reaches this port (queue depths, tenants\' traffic, ' +
-    'process internals). Set METRICS_TOKEN (at least ' + `${MIN_METRICS_TOKEN_LENGTH} characters) wherever the port is reachable from outside.`
+    "METRICS_TOKEN is not set: GET /metrics answers anyone who reaches this port (queue depths, tenants' traffic, " +
+    'process internals). Set METRICS_TOKEN (at least ' +
+    `${MIN_METRICS_TOKEN_LENGTH} characters) wherever the port is reachable from outside.`
   );
 }

@@ -1,5 +1,11 @@
 import { Worker } from 'node:worker_threads';
-import { BASELINE_MAX_AGE_MS, createThreadClock, threadClock, threadCpuMs, WALL_CAP_FACTOR } from '@gatehook/core/cpu-deadline';
+import {
+  BASELINE_MAX_AGE_MS,
+  createThreadClock,
+  threadClock,
+  threadCpuMs,
+  WALL_CAP_FACTOR,
+} from '@gatehook/core/cpu-deadline';
 
 /** Clocks the test moves by hand: wall-clock and this thread's CPU time, in ms, and how often the CPU was read. */
 function clocks(counted = true) {

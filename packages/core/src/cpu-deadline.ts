@@ -88,4 +88,7 @@ export function createThreadClock(wall: () => number, cpu: () => number | undefi
  * This thread's clock: CPU time on a worker thread (each loads its own copy of this module, so its own baseline),
  * wall-clock time on the main thread.
  */
-export const threadClock: ThreadClock = createThreadClock(() => performance.now(), isMainThread ? () => undefined : threadCpuMs);
+export const threadClock: ThreadClock = createThreadClock(
+  () => performance.now(),
+  isMainThread ? () => undefined : threadCpuMs,
+);

@@ -62,7 +62,9 @@ describe('SecretBox', () => {
     // Moved to another webhook's row, or to another column of the same row: refused.
     expect(() => box.decrypt(token, { ...place, row: '00000000-0000-4000-8000-000000000002' })).toThrow();
     expect(() => box.decrypt(token, { ...place, column: 'webhooks.secret_encrypted' })).toThrow();
-    expect(() => box.decryptMap(box.encryptMap({ A: '1' }, place), { column: 'webhooks.vars_encrypted', row: place.row })).toThrow();
+    expect(() =>
+      box.decryptMap(box.encryptMap({ A: '1' }, place), { column: 'webhooks.vars_encrypted', row: place.row }),
+    ).toThrow();
     // Relabelled under another format to shed its binding: refused.
     expect(() => box.decrypt(token.replace(/^gh2\./, 'gh1.'), { ...place, row: 'another' })).toThrow();
   });

@@ -89,7 +89,10 @@ export class SecretBox {
     const decipher = createDecipheriv('aes-256-gcm', key.bytes, iv, { authTagLength: AUTH_TAG_BYTES });
     decipher.setAuthTag(tag);
     decipher.setAAD(additionalData(place));
-    return Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, sealed.length - AUTH_TAG_BYTES)), decipher.final()]);
+    return Buffer.concat([
+      decipher.update(sealed.subarray(IV_BYTES, sealed.length - AUTH_TAG_BYTES)),
+      decipher.final(),
+    ]);
   }
 
   /** Decrypts a token made by encrypt() for the same place into a UTF-8 string. */

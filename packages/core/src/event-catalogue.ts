@@ -125,7 +125,16 @@ export const EVENT_CATALOGUE: readonly EventType[] = [
   {
     action: 'rate_limit.exceeded',
     description: 'A rate limit rule ran out of budget (recorded once per rule, key and window).',
-    payloadFields: [s('rule_id'), s('rule_name'), s('rule_action'), n('limit'), n('window_seconds'), s('key'), m('call'), b('denied')],
+    payloadFields: [
+      s('rule_id'),
+      s('rule_name'),
+      s('rule_action'),
+      n('limit'),
+      n('window_seconds'),
+      s('key'),
+      m('call'),
+      b('denied'),
+    ],
   },
 ];
 
@@ -148,6 +157,7 @@ export function isKnownAction(action: string): boolean {
 export function payloadFieldsOf(events: readonly string[]): Map<string, PayloadFieldType> {
   const types = events.includes('*') ? EVENT_CATALOGUE : events.map(eventType).filter((t) => t !== undefined);
   const fields = new Map<string, PayloadFieldType>();
-  for (const type of types) for (const field of type.payloadFields) if (!fields.has(field.name)) fields.set(field.name, field.type);
+  for (const type of types)
+    for (const field of type.payloadFields) if (!fields.has(field.name)) fields.set(field.name, field.type);
   return fields;
 }

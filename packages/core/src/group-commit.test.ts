@@ -31,11 +31,14 @@ describe('GroupCommit', () => {
   it('withoutResults: each submit resolves once the flush that carried it has, and rejects with it', async () => {
     const batches: string[][] = [];
     let fail = false;
-    const commit = GroupCommit.withoutResults(async (items: string[]) => {
-      batches.push(items);
-      await new Promise((resolve) => setImmediate(resolve));
-      if (fail) throw new Error('store down');
-    }, { maxBatch: 10, maxConcurrent: 1 });
+    const commit = GroupCommit.withoutResults(
+      async (items: string[]) => {
+        batches.push(items);
+        await new Promise((resolve) => setImmediate(resolve));
+        if (fail) throw new Error('store down');
+      },
+      { maxBatch: 10, maxConcurrent: 1 },
+    );
     let done = 0;
     await Promise.all(['a', 'b', 'c'].map((i) => commit.submit(i).then(() => (done += 1))));
     expect(done).toBe(3);
@@ -46,10 +49,13 @@ describe('GroupCommit', () => {
 
   it('rejects every item of a flush that fails, and goes on with the next', async () => {
     let fail = true;
-    const commit = new GroupCommit<number, number>(async (items) => {
-      if (fail) throw new Error('store down');
-      return items;
-    }, { maxBatch: 10, maxConcurrent: 1 });
+    const commit = new GroupCommit<number, number>(
+      async (items) => {
+        if (fail) throw new Error('store down');
+        return items;
+      },
+      { maxBatch: 10, maxConcurrent: 1 },
+    );
     const first = commit.submit(1);
     await expect(first).rejects.toThrow('store down');
     fail = false;
@@ -73,10 +79,13 @@ describe('GroupCommit', () => {
     /** Submits at the given gaps (ms) on the fake clock; what each flush carried and when it started. */
     async function stream(gaps: number[]) {
       const flushes: { at: number; items: number[] }[] = [];
-      const commit = new GroupCommit<number, number>(async (items) => {
-        flushes.push({ at: performance.now(), items });
-        return items;
-      }, { maxBatch: 100, maxConcurrent: 1, minIntervalMs: 25 });
+      const commit = new GroupCommit<number, number>(
+        async (items) => {
+          flushes.push({ at: performance.now(), items });
+          return items;
+        },
+        { maxBatch: 100, maxConcurrent: 1, minIntervalMs: 25 },
+      );
       const submitted: Promise<number>[] = [];
       for (const [i, gap] of gaps.entries()) {
         await jest.advanceTimersByTimeAsync(gap);

@@ -59,7 +59,8 @@ export class GroupCommit<I, R> {
   private kick(): void {
     while (this.running < this.options.maxConcurrent && this.queue.length > 0) {
       const interval = this.options.minIntervalMs ?? 0;
-      const wait = this.averageGap !== undefined && this.averageGap < interval ? this.lastStart + interval - performance.now() : 0;
+      const wait =
+        this.averageGap !== undefined && this.averageGap < interval ? this.lastStart + interval - performance.now() : 0;
       if (wait > 0) {
         this.timer ??= setTimeout(() => {
           this.timer = null;

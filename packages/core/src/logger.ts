@@ -14,7 +14,17 @@ export function createLogger(options: { name: string; level: string; destination
       base: { service: options.name },
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: {
-        paths: ['authorization', 'headers.authorization', 'req.headers.authorization', 'secret', '*.secret', 'key', '*.key', 'url', '*.url'],
+        paths: [
+          'authorization',
+          'headers.authorization',
+          'req.headers.authorization',
+          'secret',
+          '*.secret',
+          'key',
+          '*.key',
+          'url',
+          '*.url',
+        ],
         censor: '[redacted]',
       },
     },

@@ -38,11 +38,17 @@ const description = z
 
 // Uuids are compared in lower case everywhere: the scope stores them so, and a check request is folded alike.
 const uuidList = z
-  .array(z.uuid('must be a uuid').transform((id) => id.toLowerCase()), { error: 'must be an array of uuids' })
+  .array(
+    z.uuid('must be a uuid').transform((id) => id.toLowerCase()),
+    { error: 'must be an array of uuids' },
+  )
   .max(RULE_LIMITS.scopeListItems, `at most ${RULE_LIMITS.scopeListItems} items`);
 const stringList = z
   .array(
-    z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(RULE_LIMITS.scopeValueLength, `at most ${RULE_LIMITS.scopeValueLength} characters`),
+    z
+      .string({ error: 'must be a string' })
+      .min(1, 'must not be empty')
+      .max(RULE_LIMITS.scopeValueLength, `at most ${RULE_LIMITS.scopeValueLength} characters`),
     { error: 'must be an array of strings' },
   )
   .max(RULE_LIMITS.scopeListItems, `at most ${RULE_LIMITS.scopeListItems} items`);
@@ -62,7 +68,9 @@ export const ruleScopeSchema = z.strictObject({
   mcp_tag_ids: uuidList.default([]),
   tool_tag_ids: uuidList.default([]),
   /** Globs over the tool key: `*` any run of characters, `?` one character. */
-  tool_patterns: stringList.max(RULE_LIMITS.toolPatternsPerRule, `at most ${RULE_LIMITS.toolPatternsPerRule} patterns per rule`).default([]),
+  tool_patterns: stringList
+    .max(RULE_LIMITS.toolPatternsPerRule, `at most ${RULE_LIMITS.toolPatternsPerRule} patterns per rule`)
+    .default([]),
   /** CEL over `call`; compiled by the service (packages/conditions), blank means none. */
   condition: z
     .string({ error: 'condition must be a string' })
@@ -70,7 +78,10 @@ export const ruleScopeSchema = z.strictObject({
     .default(''),
   condition_description: z
     .string({ error: 'condition_description must be a string' })
-    .max(RULE_LIMITS.conditionDescriptionLength, `condition_description must be at most ${RULE_LIMITS.conditionDescriptionLength} characters`)
+    .max(
+      RULE_LIMITS.conditionDescriptionLength,
+      `condition_description must be at most ${RULE_LIMITS.conditionDescriptionLength} characters`,
+    )
     .default(''),
 });
 export type RuleScope = z.output<typeof ruleScopeSchema>;
@@ -84,7 +95,8 @@ const keyBy = z
     if (!list.includes('org')) ctx.addIssue({ code: 'custom', message: 'key_by must include org' });
     const seen = new Set<string>();
     list.forEach((value, index) => {
-      if (seen.has(value)) ctx.addIssue({ code: 'custom', path: [index], message: `duplicate key_by value "${value}"` });
+      if (seen.has(value))
+        ctx.addIssue({ code: 'custom', path: [index], message: `duplicate key_by value "${value}"` });
       seen.add(value);
     });
   })
@@ -124,7 +136,8 @@ export const ruleDefinitionSchema = z
   .superRefine((rule, ctx) => {
     // A limit that is itself invalid already has its issue; comparing burst with it would only add noise.
     const limitValid = Number.isInteger(rule.limit) && rule.limit >= 1;
-    if (limitValid && rule.burst > rule.limit) ctx.addIssue({ code: 'custom', path: ['burst'], message: `burst must be at most limit (${rule.limit})` });
+    if (limitValid && rule.burst > rule.limit)
+      ctx.addIssue({ code: 'custom', path: ['burst'], message: `burst must be at most limit (${rule.limit})` });
   });
 export type RuleDefinition = z.output<typeof ruleDefinitionSchema>;
 export type RuleDefinitionInput = z.input<typeof ruleDefinitionSchema>;
@@ -165,16 +178,33 @@ export type RuleView = z.output<typeof ruleSchema>;
 
 /** Body of POST /rate-limits/check (CONTRACT 8): every attribute optional but tool_key. */
 export const checkRequestSchema = z.strictObject({
-  user_id: z.uuid('user_id must be a uuid').transform((id) => id.toLowerCase()).optional(),
+  user_id: z
+    .uuid('user_id must be a uuid')
+    .transform((id) => id.toLowerCase())
+    .optional(),
   agent_slug: z.string().min(1).max(RULE_LIMITS.scopeValueLength).optional(),
-  agent_instance_id: z.uuid('agent_instance_id must be a uuid').transform((id) => id.toLowerCase()).optional(),
-  mcp_id: z.uuid('mcp_id must be a uuid').transform((id) => id.toLowerCase()).optional(),
-  tool_key: z.string({ error: 'tool_key is required' }).min(1, 'tool_key must not be empty').max(RULE_LIMITS.scopeValueLength),
+  agent_instance_id: z
+    .uuid('agent_instance_id must be a uuid')
+    .transform((id) => id.toLowerCase())
+    .optional(),
+  mcp_id: z
+    .uuid('mcp_id must be a uuid')
+    .transform((id) => id.toLowerCase())
+    .optional(),
+  tool_key: z
+    .string({ error: 'tool_key is required' })
+    .min(1, 'tool_key must not be empty')
+    .max(RULE_LIMITS.scopeValueLength),
   groups: stringList.optional(),
   agent_slug_tag_ids: uuidList.optional(),
   mcp_tag_ids: uuidList.optional(),
   tool_tag_ids: uuidList.optional(),
-  cost: z.number({ error: 'cost must be an integer' }).int('cost must be an integer').min(1, 'cost must be 1 to 1000').max(1000, 'cost must be 1 to 1000').default(1),
+  cost: z
+    .number({ error: 'cost must be an integer' })
+    .int('cost must be an integer')
+    .min(1, 'cost must be 1 to 1000')
+    .max(1000, 'cost must be 1 to 1000')
+    .default(1),
 });
 export type CheckRequest = z.output<typeof checkRequestSchema>;
 

@@ -20,6 +20,8 @@ export async function probe(
 ): Promise<{ ok: boolean; checks: Record<string, CheckResult> }> {
   const names = Object.keys(checks);
   const settled = await Promise.allSettled(names.map((name) => within(checks[name]!(), timeoutMs)));
-  const results = Object.fromEntries(names.map((name, i) => [name, settled[i]!.status === 'fulfilled' ? 'ok' : 'failed'] as const));
+  const results = Object.fromEntries(
+    names.map((name, i) => [name, settled[i]!.status === 'fulfilled' ? 'ok' : 'failed'] as const),
+  );
   return { ok: Object.values(results).every((r) => r === 'ok'), checks: results };
 }

@@ -33,7 +33,9 @@ export interface ConnectionProfile {
 
 /** The target a configuration names. */
 export function redisTarget(config: { REDIS_URL: string; REDIS_CLUSTER_NODES?: readonly string[] }): RedisTarget {
-  return config.REDIS_CLUSTER_NODES && config.REDIS_CLUSTER_NODES.length > 0 ? { url: config.REDIS_URL, clusterNodes: config.REDIS_CLUSTER_NODES } : { url: config.REDIS_URL };
+  return config.REDIS_CLUSTER_NODES && config.REDIS_CLUSTER_NODES.length > 0
+    ? { url: config.REDIS_URL, clusterNodes: config.REDIS_CLUSTER_NODES }
+    : { url: config.REDIS_URL };
 }
 
 /** Whether the target is a cluster. */
@@ -42,7 +44,13 @@ export function isCluster(target: RedisTarget): boolean {
 }
 
 /** A seed URL's address and the credentials and TLS it carries (`rediss://user:pass@host:port`). */
-export function parseSeed(url: string): { host: string; port: number; username?: string; password?: string; tls: boolean } {
+export function parseSeed(url: string): {
+  host: string;
+  port: number;
+  username?: string;
+  password?: string;
+  tls: boolean;
+} {
   // Error messages name the URL without its password: they are printed at start-up.
   const shown = url.replace(/\/\/([^/@:]*):[^/@]*@/, '//$1:***@');
   let parsed: URL;
@@ -51,7 +59,8 @@ export function parseSeed(url: string): { host: string; port: number; username?:
   } catch {
     throw new Error(`${shown}: not a URL (redis://host:port or rediss://user:pass@host:port)`);
   }
-  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw new Error(`${shown}: must be redis:// or rediss://`);
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
+    throw new Error(`${shown}: must be redis:// or rediss://`);
   if (!parsed.hostname) throw new Error(`${shown}: has no host`);
   const seed: { host: string; port: number; username?: string; password?: string; tls: boolean } = {
     host: parsed.hostname.replace(/^\[(.*)\]$/, '$1'),
@@ -88,7 +97,12 @@ export function connectRedis(target: RedisTarget, profile: ConnectionProfile): R
     ...(profile.enableOfflineQueue === undefined ? {} : { enableOfflineQueue: profile.enableOfflineQueue }),
     ...(profile.lazyConnect ? { lazyConnect: true } : {}),
     ...(profile.reconnect === false ? { clusterRetryStrategy: () => null } : {}),
-    ...(first.tls ? { dnsLookup: (address: string, callback: (err: Error | null, address: string) => void) => callback(null, address) } : {}),
+    ...(first.tls
+      ? {
+          dnsLookup: (address: string, callback: (err: Error | null, address: string) => void) =>
+            callback(null, address),
+        }
+      : {}),
     // A MOVED during a failover or resharding is followed, and the slot map refreshed, by ioredis itself.
     slotsRefreshTimeout: 2_000,
   };

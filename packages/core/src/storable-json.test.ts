@@ -48,11 +48,16 @@ describe('findUnstorable: hostile bodies', () => {
   });
 
   it('refuses what JSON cannot carry, from in-process callers', () => {
-    expect(findUnstorable({ payload: { at: new Date() } })).toMatchObject({ path: 'payload.at', message: 'is not a JSON value' });
+    expect(findUnstorable({ payload: { at: new Date() } })).toMatchObject({
+      path: 'payload.at',
+      message: 'is not a JSON value',
+    });
     expect(findUnstorable({ n: Number.NaN })).toMatchObject({ path: 'n', message: 'must be a finite number' });
     expect(findUnstorable({ u: undefined })).toMatchObject({ path: 'u', message: 'is not a JSON value' });
     expect(findUnstorable({ m: new Map() })).toMatchObject({ path: 'm', message: 'is not a JSON value' });
-    expect(findUnstorable(JSON.parse('{"constructor":{"constructor":[1]},"__proto__":{"a":"\\u0000"}}'))).toMatchObject({ path: '__proto__.a' });
+    expect(findUnstorable(JSON.parse('{"constructor":{"constructor":[1]},"__proto__":{"a":"\\u0000"}}'))).toMatchObject(
+      { path: '__proto__.a' },
+    );
     expect(findUnstorable(Object.assign(Object.create(null), { a: ['x'] }))).toBeNull();
   });
 });

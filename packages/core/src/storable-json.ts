@@ -75,14 +75,19 @@ function kindOf(value: object): 'array' | 'object' | 'other' {
  * the whole value is storable. Iterative and linear in the value's size; a path is built only for the error.
  */
 export function findUnstorable(value: unknown, limits: WalkLimits | number = {}): UnstorableValue | null {
-  const { maxDepth = MAX_JSON_DEPTH, maxNodes = MAX_JSON_NODES } = typeof limits === 'number' ? { maxDepth: limits } : limits;
+  const { maxDepth = MAX_JSON_DEPTH, maxNodes = MAX_JSON_NODES } =
+    typeof limits === 'number' ? { maxDepth: limits } : limits;
   let nodes = 0;
   const stack: Frame[] = [];
 
   // Checks one value found at `key` of `parent` (the root has neither); containers go on the stack.
   const check = (child: unknown, parent: Frame | null, key: string | number, depth: number): UnstorableValue | null => {
     if (++nodes > maxNodes) {
-      return { path: pathOf(parent), message: `has more than ${maxNodes} values (strings, numbers, arrays, objects) in all`, tooLarge: true };
+      return {
+        path: pathOf(parent),
+        message: `has more than ${maxNodes} values (strings, numbers, arrays, objects) in all`,
+        tooLarge: true,
+      };
     }
     switch (typeof child) {
       case 'string': {
@@ -93,13 +98,19 @@ export function findUnstorable(value: unknown, limits: WalkLimits | number = {})
         return null;
       case 'number':
         // child - child is 0 exactly for finite numbers (NaN and ±Infinity give NaN); cheaper than Number.isFinite.
-        return child - child === 0 ? null : { path: pathOf(parent, parent === null ? undefined : key), message: 'must be a finite number' };
+        return child - child === 0
+          ? null
+          : { path: pathOf(parent, parent === null ? undefined : key), message: 'must be a finite number' };
       case 'object': {
         if (child === null) return null;
         if (kindOf(child) === 'other') {
           return { path: pathOf(parent, parent === null ? undefined : key), message: 'is not a JSON value' };
         }
-        if (depth >= maxDepth) return { path: pathOf(parent, parent === null ? undefined : key), message: `nested more than ${maxDepth} levels deep` };
+        if (depth >= maxDepth)
+          return {
+            path: pathOf(parent, parent === null ? undefined : key),
+            message: `nested more than ${maxDepth} levels deep`,
+          };
         stack.push({ value: child, parent, key, depth });
         return null;
       }

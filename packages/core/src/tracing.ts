@@ -56,7 +56,9 @@ export interface TraceExport {
 export function traceExport(config: TracingConfig): TraceExport | null {
   if (config.OTEL_SDK_DISABLED === 'true') return null;
   const base = config.OTEL_EXPORTER_OTLP_ENDPOINT;
-  const url = config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (base === undefined ? undefined : `${base.replace(/\/+$/, '')}/v1/traces`);
+  const url =
+    config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+    (base === undefined ? undefined : `${base.replace(/\/+$/, '')}/v1/traces`);
   if (url === undefined) return null;
   return {
     url,
@@ -97,8 +99,13 @@ function warnOnErrors(logger: Pick<Logger, 'warn'>): void {
     const now = Date.now();
     if (now - last < EXPORT_WARNING_INTERVAL_MS) return;
     last = now;
-    const detail = [message, ...args.map((a) => (a instanceof Error ? a.message : typeof a === 'string' ? a : ''))].filter(Boolean).join(' ');
-    logger.warn({ err: detail.replace(/\b[a-z][a-z0-9+.-]*:\/\/\S+/gi, '[url]').slice(0, 500) }, 'trace export failing; spans are being dropped');
+    const detail = [message, ...args.map((a) => (a instanceof Error ? a.message : typeof a === 'string' ? a : ''))]
+      .filter(Boolean)
+      .join(' ');
+    logger.warn(
+      { err: detail.replace(/\b[a-z][a-z0-9+.-]*:\/\/\S+/gi, '[url]').slice(0, 500) },
+      'trace export failing; spans are being dropped',
+    );
   };
   const quiet = () => undefined;
   diag.setLogger({ error: warn, warn, info: quiet, debug: quiet, verbose: quiet }, DiagLogLevel.WARN);
@@ -117,21 +124,36 @@ let active: Active | null = null;
  * in batches every OTEL_BSP_SCHEDULE_DELAY ms) and returns a handle to stop it; otherwise loads nothing and returns
  * a handle that does nothing. One per process: the API and the worker each call it once at start.
  */
-export async function startTracing(config: TracingConfig, serviceName: string, logger?: Pick<Logger, 'warn'>): Promise<Tracing> {
+export async function startTracing(
+  config: TracingConfig,
+  serviceName: string,
+  logger?: Pick<Logger, 'warn'>,
+): Promise<Tracing> {
   const target = traceExport(config);
   if (target === null) return OFF;
   if (active !== null) throw new Error('tracing is already started in this process');
   // The SDK is loaded only here, so a process without an endpoint never loads it.
-  const [{ TracerProvider, BatchSpanProcessor }, { resourceFromAttributes }, { AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }] = await Promise.all([
+  const [
+    { TracerProvider, BatchSpanProcessor },
+    { resourceFromAttributes },
+    { AsyncLocalStorageContextManager },
+    { W3CTraceContextPropagator },
+  ] = await Promise.all([
     import('@opentelemetry/sdk-trace'),
     import('@opentelemetry/resources'),
     import('@opentelemetry/context-async-hooks'),
     import('@opentelemetry/core'),
   ]);
-  const { OTLPTraceExporter } = target.protocol === 'http/json' ? await import('@opentelemetry/exporter-trace-otlp-http') : await import('@opentelemetry/exporter-trace-otlp-proto');
+  const { OTLPTraceExporter } =
+    target.protocol === 'http/json'
+      ? await import('@opentelemetry/exporter-trace-otlp-http')
+      : await import('@opentelemetry/exporter-trace-otlp-proto');
   const exporter = new OTLPTraceExporter({ url: target.url, headers: target.headers, timeoutMillis: target.timeoutMs });
   const provider = new TracerProvider({
-    resource: resourceFromAttributes({ 'service.name': config.OTEL_SERVICE_NAME ?? serviceName, 'service.version': GATEHOOK_VERSION }),
+    resource: resourceFromAttributes({
+      'service.name': config.OTEL_SERVICE_NAME ?? serviceName,
+      'service.version': GATEHOOK_VERSION,
+    }),
     spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: config.OTEL_BSP_SCHEDULE_DELAY })],
   });
   // Parents follow the work across awaits and into request body events.
@@ -181,7 +203,11 @@ export function traceRequest(req: IncomingMessage, res: ServerResponse, route: s
   if (on === null) return handle();
   const parent = on.propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter);
   const method = req.method ?? 'POST';
-  const span = on.tracer.startSpan(`${method} ${route}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'http.route': route } }, parent);
+  const span = on.tracer.startSpan(
+    `${method} ${route}`,
+    { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'http.route': route } },
+    parent,
+  );
   res.once('close', () => {
     span.setAttribute('http.response.status_code', res.statusCode);
     endWith(span, res.statusCode >= 500 || !res.writableFinished, res.writableFinished ? undefined : 'aborted');
@@ -197,11 +223,20 @@ export function traceRequest(req: IncomingMessage, res: ServerResponse, route: s
  * W3C `traceparent` metadata when it has one; `handle` gets the function that ends the span with the call's status
  * code (an error status for INTERNAL, UNKNOWN and UNAVAILABLE, the codes of a failure of the server's own).
  */
-export function traceRpc(carrier: { traceparent?: string | undefined; tracestate?: string | undefined }, service: string, method: string, handle: (end: (code: number) => void) => void): void {
+export function traceRpc(
+  carrier: { traceparent?: string | undefined; tracestate?: string | undefined },
+  service: string,
+  method: string,
+  handle: (end: (code: number) => void) => void,
+): void {
   const on = active;
   if (on === null) return handle(noEnd);
   const parent = on.propagator.extract(ROOT_CONTEXT, carrier, defaultTextMapGetter);
-  const span = on.tracer.startSpan(`${service}/${method}`, { kind: SpanKind.SERVER, attributes: { 'rpc.system': 'grpc', 'rpc.service': service, 'rpc.method': method } }, parent);
+  const span = on.tracer.startSpan(
+    `${service}/${method}`,
+    { kind: SpanKind.SERVER, attributes: { 'rpc.system': 'grpc', 'rpc.service': service, 'rpc.method': method } },
+    parent,
+  );
   let ended = false;
   const end = (code: number) => {
     if (ended) return;
@@ -237,7 +272,13 @@ export function currentTraceparent(): string | undefined {
  * carries (a new trace without one). `result` adds attributes of the outcome; a failure sets the span's status and
  * its error's name, never its message.
  */
-export function inSpan<T>(name: string, traceparent: string | undefined, attributes: Attributes, work: () => Promise<T>, result?: (value: T) => Attributes): Promise<T> {
+export function inSpan<T>(
+  name: string,
+  traceparent: string | undefined,
+  attributes: Attributes,
+  work: () => Promise<T>,
+  result?: (value: T) => Attributes,
+): Promise<T> {
   const on = active;
   if (on === null) return work();
   const parent = parentOf(on, traceparent);
@@ -287,7 +328,12 @@ function originAttributes(origin: string): Attributes {
  * Starts the span of one delivery attempt (a client span, the child of the fan-out, batch flush or earlier work in
  * whose context the attempt runs): webhook, delivery and organisation ids and the receiver's origin.
  */
-export function attemptSpan(attempt: { orgId: string; webhookId: string; deliveryId: string; origin: string }): AttemptSpan {
+export function attemptSpan(attempt: {
+  orgId: string;
+  webhookId: string;
+  deliveryId: string;
+  origin: string;
+}): AttemptSpan {
   const on = active;
   if (on === null) return NO_ATTEMPT;
   const parent = context.active();
@@ -315,7 +361,11 @@ export function attemptSpan(attempt: { orgId: string; webhookId: string; deliver
     end({ statusCode, error }) {
       if (statusCode > 0) span.setAttribute('http.response.status_code', statusCode);
       if (error) span.setAttribute('gatehook.attempt.error', error);
-      endWith(span, error !== null || statusCode === 0 || statusCode >= 400, error ?? (statusCode > 0 ? String(statusCode) : undefined));
+      endWith(
+        span,
+        error !== null || statusCode === 0 || statusCode >= 400,
+        error ?? (statusCode > 0 ? String(statusCode) : undefined),
+      );
     },
   };
 }

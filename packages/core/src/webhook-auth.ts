@@ -32,13 +32,25 @@ export function webhookAuthView(auth: StoredWebhookAuth | null): WebhookAuthView
   const secret = auth.credential === 'client_secret' ? { client_secret: '' as const } : { private_key: '' as const };
   if (auth.type === 'oauth2_client_credentials') {
     return {
-      type: auth.type, token_url: auth.token_url, client_id: auth.client_id, client_auth: auth.client_auth,
-      key_id: auth.key_id, scope: auth.scope, audience: auth.audience, ...secret,
+      type: auth.type,
+      token_url: auth.token_url,
+      client_id: auth.client_id,
+      client_auth: auth.client_auth,
+      key_id: auth.key_id,
+      scope: auth.scope,
+      audience: auth.audience,
+      ...secret,
     };
   }
   return {
-    type: auth.type, token_url: auth.token_url, issuer: auth.issuer, subject: auth.subject,
-    key_id: auth.key_id, scope: auth.scope, audience: auth.audience, ...secret,
+    type: auth.type,
+    token_url: auth.token_url,
+    issuer: auth.issuer,
+    subject: auth.subject,
+    key_id: auth.key_id,
+    scope: auth.scope,
+    audience: auth.audience,
+    ...secret,
   };
 }
 

@@ -11,8 +11,17 @@ function issues(input: unknown, schema = createWebhookSchema) {
 describe('createWebhookSchema', () => {
   it('fills the contract defaults', () => {
     expect(createWebhookSchema.parse(valid)).toEqual({
-      ...valid, condition: '', destination: null, format: 'single', max_events: 1, template: '', vars: {}, headers: {},
-      rate_limit_per_second: null, client_certificate: null, auth: null,
+      ...valid,
+      condition: '',
+      destination: null,
+      format: 'single',
+      max_events: 1,
+      template: '',
+      vars: {},
+      headers: {},
+      rate_limit_per_second: null,
+      client_certificate: null,
+      auth: null,
     });
   });
 
@@ -49,7 +58,9 @@ describe('createWebhookSchema', () => {
     ['an emoji', 'token 🎉'],
   ])('refuses a header value with %s, as Node would refuse to send it, naming the header', (_name, value) => {
     expect(() => validateHeaderValue('X-Token', value)).toThrow();
-    expect(issues({ ...valid, headers: { 'X-Token': value } })).toEqual([{ path: 'headers.X-Token', message: expect.stringMatching(/up to U\+00FF/) }]);
+    expect(issues({ ...valid, headers: { 'X-Token': value } })).toEqual([
+      { path: 'headers.X-Token', message: expect.stringMatching(/up to U\+00FF/) },
+    ]);
     const patched = patchWebhookSchema.safeParse({ headers: { 'X-Token': value } });
     expect(patched.success ? [] : patched.error.issues.map((i) => i.path.join('.'))).toEqual(['headers.X-Token']);
   });
@@ -70,7 +81,9 @@ describe('createWebhookSchema', () => {
   });
 
   it('never echoes a header value in its messages', () => {
-    const messages = issues({ ...valid, headers: { 'X-Token': 'plantedsecret\n' } }).map((i) => i.message).join(' ');
+    const messages = issues({ ...valid, headers: { 'X-Token': 'plantedsecret\n' } })
+      .map((i) => i.message)
+      .join(' ');
     expect(messages).not.toContain('plantedsecret');
   });
 });

@@ -5,14 +5,31 @@ export const WEBHOOK_FORMATS = ['single', 'array', 'ndjson'] as const;
 export const WEBHOOK_STATUSES = ['active', 'paused', 'disabled'] as const;
 export const DISABLED_REASONS = ['gone', 'circuit_breaker', 'template_error', 'manual'] as const;
 export const DESTINATIONS = [
-  'generic', 'slack', 'teams', 'discord', 'pagerduty', 'opsgenie', 'datadog',
-  'splunk', 'elastic', 'sumo_logic', 'sentinel', 'chronicle',
+  'generic',
+  'slack',
+  'teams',
+  'discord',
+  'pagerduty',
+  'opsgenie',
+  'datadog',
+  'splunk',
+  'elastic',
+  'sumo_logic',
+  'sentinel',
+  'chronicle',
 ] as const;
 
 /** Headers the delivery owns; a webhook's custom headers can never set them (CONTRACT section 4). */
 export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
-  'content-type', 'content-length', 'host', 'user-agent', 'webhook-id', 'webhook-timestamp',
-  'webhook-signature', 'transfer-encoding', 'connection',
+  'content-type',
+  'content-length',
+  'host',
+  'user-agent',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+  'transfer-encoding',
+  'connection',
 ]);
 
 /** Length limits where SPEC.md says "not shown"; recorded in docs/webhooks.md. */
@@ -77,22 +94,33 @@ const template = z
   .max(WEBHOOK_LIMITS.templateLength, `template must be at most ${WEBHOOK_LIMITS.templateLength} characters`);
 const destination = z.enum(DESTINATIONS).nullable();
 const format = z.enum(WEBHOOK_FORMATS);
-const maxEvents = z.number().int('max_events must be an integer').min(1, 'max_events must be 1 to 100').max(100, 'max_events must be 1 to 100');
+const maxEvents = z
+  .number()
+  .int('max_events must be an integer')
+  .min(1, 'max_events must be 1 to 100')
+  .max(100, 'max_events must be 1 to 100');
 
-const vars = z
-  .record(z.string(), z.string({ error: 'variable values must be strings' }))
-  .superRefine((map, ctx) => {
-    const names = Object.keys(map);
-    if (names.length > WEBHOOK_LIMITS.vars) ctx.addIssue({ code: 'custom', message: `at most ${WEBHOOK_LIMITS.vars} variables` });
-    for (const key of names) {
-      if (!VAR_NAME.test(key) || key.length > WEBHOOK_LIMITS.varNameLength) {
-        ctx.addIssue({ code: 'custom', path: [key], message: 'variable names are letters, digits and _, not starting with a digit, at most 64 characters' });
-      }
-      if ((map[key] ?? '').length > WEBHOOK_LIMITS.varValueLength) {
-        ctx.addIssue({ code: 'custom', path: [key], message: `variable values are at most ${WEBHOOK_LIMITS.varValueLength} characters` });
-      }
+const vars = z.record(z.string(), z.string({ error: 'variable values must be strings' })).superRefine((map, ctx) => {
+  const names = Object.keys(map);
+  if (names.length > WEBHOOK_LIMITS.vars)
+    ctx.addIssue({ code: 'custom', message: `at most ${WEBHOOK_LIMITS.vars} variables` });
+  for (const key of names) {
+    if (!VAR_NAME.test(key) || key.length > WEBHOOK_LIMITS.varNameLength) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [key],
+        message: 'variable names are letters, digits and _, not starting with a digit, at most 64 characters',
+      });
     }
-  });
+    if ((map[key] ?? '').length > WEBHOOK_LIMITS.varValueLength) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [key],
+        message: `variable values are at most ${WEBHOOK_LIMITS.varValueLength} characters`,
+      });
+    }
+  }
+});
 
 /**
  * Node's own rule for a header value (`http.validateHeaderValue`): tab, visible ASCII, space and U+0080 to U+00FF.
@@ -101,55 +129,84 @@ const vars = z
  * schema in the browser; the test holds it to Node's function for every UTF-16 unit.
  */
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
-const HEADER_VALUE_RULE = 'header values may contain only tab, space, visible ASCII and characters up to U+00FF (no CR, LF, NUL or other control characters)';
+const HEADER_VALUE_RULE =
+  'header values may contain only tab, space, visible ASCII and characters up to U+00FF (no CR, LF, NUL or other control characters)';
 
-const headers = z
-  .record(z.string(), z.string({ error: 'header values must be strings' }))
-  .superRefine((map, ctx) => {
-    const names = Object.keys(map);
-    if (names.length > WEBHOOK_LIMITS.headers) ctx.addIssue({ code: 'custom', message: `at most ${WEBHOOK_LIMITS.headers} headers` });
-    const lower = new Set<string>();
-    for (const key of names) {
-      const value = map[key] ?? '';
-      if (!HTTP_TOKEN.test(key) || key.length > WEBHOOK_LIMITS.headerNameLength) {
-        ctx.addIssue({ code: 'custom', path: [key], message: 'header name is not a valid HTTP token' });
-      } else if (RESERVED_HEADERS.has(key.toLowerCase())) {
-        ctx.addIssue({ code: 'custom', path: [key], message: `header "${key}" is reserved and cannot be set` });
-      } else if (lower.has(key.toLowerCase())) {
-        ctx.addIssue({ code: 'custom', path: [key], message: 'header names are case-insensitive; this one is given twice' });
-      }
-      lower.add(key.toLowerCase());
-      // The value is never echoed: it may be a credential.
-      if (!HEADER_VALUE.test(value)) ctx.addIssue({ code: 'custom', path: [key], message: HEADER_VALUE_RULE });
-      if (value.length > WEBHOOK_LIMITS.headerValueLength) {
-        ctx.addIssue({ code: 'custom', path: [key], message: `header values are at most ${WEBHOOK_LIMITS.headerValueLength} characters` });
-      }
+const headers = z.record(z.string(), z.string({ error: 'header values must be strings' })).superRefine((map, ctx) => {
+  const names = Object.keys(map);
+  if (names.length > WEBHOOK_LIMITS.headers)
+    ctx.addIssue({ code: 'custom', message: `at most ${WEBHOOK_LIMITS.headers} headers` });
+  const lower = new Set<string>();
+  for (const key of names) {
+    const value = map[key] ?? '';
+    if (!HTTP_TOKEN.test(key) || key.length > WEBHOOK_LIMITS.headerNameLength) {
+      ctx.addIssue({ code: 'custom', path: [key], message: 'header name is not a valid HTTP token' });
+    } else if (RESERVED_HEADERS.has(key.toLowerCase())) {
+      ctx.addIssue({ code: 'custom', path: [key], message: `header "${key}" is reserved and cannot be set` });
+    } else if (lower.has(key.toLowerCase())) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [key],
+        message: 'header names are case-insensitive; this one is given twice',
+      });
     }
-  });
+    lower.add(key.toLowerCase());
+    // The value is never echoed: it may be a credential.
+    if (!HEADER_VALUE.test(value)) ctx.addIssue({ code: 'custom', path: [key], message: HEADER_VALUE_RULE });
+    if (value.length > WEBHOOK_LIMITS.headerValueLength) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [key],
+        message: `header values are at most ${WEBHOOK_LIMITS.headerValueLength} characters`,
+      });
+    }
+  }
+});
 
 /** mTLS: PEMs of a client certificate (leaf first, intermediates after) and its unencrypted key; write-only. */
 const clientCertificate = z
-  .strictObject({
-    cert: z.string().min(1, 'cert is required').max(WEBHOOK_LIMITS.clientCertificateLength, `cert must be at most ${WEBHOOK_LIMITS.clientCertificateLength} characters`),
-    key: z.string().min(1, 'key is required').max(WEBHOOK_LIMITS.clientKeyLength, `key must be at most ${WEBHOOK_LIMITS.clientKeyLength} characters`),
-  }, { error: 'client_certificate must be {"cert": PEM, "key": PEM} or null' })
+  .strictObject(
+    {
+      cert: z
+        .string()
+        .min(1, 'cert is required')
+        .max(
+          WEBHOOK_LIMITS.clientCertificateLength,
+          `cert must be at most ${WEBHOOK_LIMITS.clientCertificateLength} characters`,
+        ),
+      key: z
+        .string()
+        .min(1, 'key is required')
+        .max(WEBHOOK_LIMITS.clientKeyLength, `key must be at most ${WEBHOOK_LIMITS.clientKeyLength} characters`),
+    },
+    { error: 'client_certificate must be {"cert": PEM, "key": PEM} or null' },
+  )
   .nullable();
 
 const rateLimitPerSecond = z
   .number({ error: 'rate_limit_per_second must be a number or null' })
   .int('rate_limit_per_second must be an integer')
   .min(1, `rate_limit_per_second must be 1 to ${WEBHOOK_LIMITS.rateLimitPerSecond}, or null for none`)
-  .max(WEBHOOK_LIMITS.rateLimitPerSecond, `rate_limit_per_second must be 1 to ${WEBHOOK_LIMITS.rateLimitPerSecond}, or null for none`)
+  .max(
+    WEBHOOK_LIMITS.rateLimitPerSecond,
+    `rate_limit_per_second must be 1 to ${WEBHOOK_LIMITS.rateLimitPerSecond}, or null for none`,
+  )
   .nullable();
 
 const authText = (field: string, max: number = WEBHOOK_LIMITS.authTextLength) =>
   z.string({ error: `${field} must be a string` }).max(max, `${field} must be at most ${max} characters`);
-const authOptional = (field: string, max?: number) => authText(field, max).nullish().transform((v) => (v === undefined || v === '' ? null : v));
+const authOptional = (field: string, max?: number) =>
+  authText(field, max)
+    .nullish()
+    .transform((v) => (v === undefined || v === '' ? null : v));
 const tokenUrl = authText('token_url', WEBHOOK_LIMITS.authUrlLength)
   .min(1, 'token_url is required')
   .refine((value) => URL.canParse(value) && new URL(value).protocol === 'https:', 'token_url must be an https URL');
 // Write-only secrets: blank (or absent) keeps the stored one on PATCH; values never appear in a message.
-const authSecret = (field: string, max: number) => authText(field, max).nullish().transform((v) => v ?? '');
+const authSecret = (field: string, max: number) =>
+  authText(field, max)
+    .nullish()
+    .transform((v) => v ?? '');
 
 /**
  * OAuth 2.0 client credentials grant (RFC 6749 4.4): a client secret (form body or HTTP Basic) or a private key that
@@ -163,7 +220,10 @@ const clientCredentialsAuth = z
     client_secret: authSecret('client_secret', WEBHOOK_LIMITS.authSecretLength),
     private_key: authSecret('private_key', WEBHOOK_LIMITS.authKeyLength),
     key_id: authOptional('key_id'),
-    client_auth: z.enum(CLIENT_AUTH_METHODS, { error: 'client_auth must be body or basic' }).nullish().transform((v) => v ?? 'body'),
+    client_auth: z
+      .enum(CLIENT_AUTH_METHODS, { error: 'client_auth must be body or basic' })
+      .nullish()
+      .transform((v) => v ?? 'body'),
     scope: authOptional('scope'),
     audience: authOptional('audience'),
   })
@@ -172,7 +232,11 @@ const clientCredentialsAuth = z
       ctx.addIssue({ code: 'custom', message: 'give either client_secret or private_key, not both' });
     }
     if (auth.client_auth === 'basic' && auth.private_key !== '') {
-      ctx.addIssue({ code: 'custom', path: ['client_auth'], message: 'client_auth applies to client_secret only; a private_key signs a client assertion' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['client_auth'],
+        message: 'client_auth applies to client_secret only; a private_key signs a client assertion',
+      });
     }
   });
 
@@ -208,14 +272,19 @@ export const webhookAuthViewSchema = z
     key_id: z.string().nullable(),
     scope: z.string().nullable(),
     audience: z.string().nullable(),
-    client_secret: z.literal('').optional().describe('present when a client secret is stored; its value is never returned'),
+    client_secret: z
+      .literal('')
+      .optional()
+      .describe('present when a client secret is stored; its value is never returned'),
     private_key: z.literal('').optional().describe('present when a private key is stored; its value is never returned'),
   })
   .nullable()
   .describe('OAuth 2.0 destination authentication (CONTRACT 20); secrets are never returned');
 export type WebhookAuthView = z.output<typeof webhookAuthViewSchema>;
 
-const url = z.string({ error: 'url must be a string' }).max(WEBHOOK_LIMITS.urlLength, `url must be at most ${WEBHOOK_LIMITS.urlLength} characters`);
+const url = z
+  .string({ error: 'url must be a string' })
+  .max(WEBHOOK_LIMITS.urlLength, `url must be at most ${WEBHOOK_LIMITS.urlLength} characters`);
 
 /** Body of POST /webhooks. The URL's address policy and the condition/template checks run after this. */
 export const createWebhookSchema = z.strictObject({

@@ -47,7 +47,12 @@ describe('createDb', () => {
     const server = await shutdownRacingServer();
     const db = createDb(server.url, { poolSize: 1 });
     try {
-      const error = await db.$transaction(async (tx) => tx.$queryRaw`SELECT 1`).then(() => null, (e: unknown) => e);
+      const error = await db
+        .$transaction(async (tx) => tx.$queryRaw`SELECT 1`)
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
       expect(error).not.toBeNull();
       expect(isDatabaseUnavailable(error)).toBe(true);
     } finally {

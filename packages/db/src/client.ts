@@ -61,7 +61,10 @@ export function createDb(databaseUrl: string, options: { poolSize?: number } = {
   const adapter = new PrismaPg(pool, { disposeExternalPool: true });
   // Interactive transactions (management writes) wait up to 10 s for a connection and may run 15 s: Prisma's 2 s
   // and 5 s defaults turned a busy pool or a loaded machine into 500s of webhook saves and key issues.
-  const db = new PrismaClient({ adapter, transactionOptions: { maxWait: TRANSACTION_MAX_WAIT_MS, timeout: TRANSACTION_TIMEOUT_MS } });
+  const db = new PrismaClient({
+    adapter,
+    transactionOptions: { maxWait: TRANSACTION_MAX_WAIT_MS, timeout: TRANSACTION_TIMEOUT_MS },
+  });
   // Prisma disposes of the pool only if it connected itself; a client used only through sqlPool must close too.
   const disconnect = db.$disconnect.bind(db);
   db.$disconnect = async () => {

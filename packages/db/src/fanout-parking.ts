@@ -11,14 +11,24 @@ export interface FanoutAttempts {
 }
 
 type AttemptsRow = { event_id: string; attempts: number; parked: boolean };
-const toAttempts = (r: AttemptsRow): FanoutAttempts => ({ eventId: r.event_id, attempts: r.attempts, parked: r.parked });
+const toAttempts = (r: AttemptsRow): FanoutAttempts => ({
+  eventId: r.event_id,
+  attempts: r.attempts,
+  parked: r.parked,
+});
 
 /**
  * Counts, in one statement, the start of a fan-out run that may never complete (a reconciler copy, a job whose
  * earlier start died with its worker) on each pending, unparked event among `eventIds`. An event that already had
  * `maxAttempts` runs that did not complete is parked instead of counted. Returns every event it touched.
  */
-export async function startFanoutRuns(pool: Pool, orgId: string, eventIds: readonly string[], maxAttempts: number, now: Date): Promise<FanoutAttempts[]> {
+export async function startFanoutRuns(
+  pool: Pool,
+  orgId: string,
+  eventIds: readonly string[],
+  maxAttempts: number,
+  now: Date,
+): Promise<FanoutAttempts[]> {
   const { rows } = await pool.query<AttemptsRow>({
     name: 'start_fanout_runs',
     // Joined to the list rather than `event_id = ANY($2)`: see packages/db/src/outbox.ts on plans without statistics.
@@ -52,8 +62,12 @@ export async function recordFanoutFailures(
            WHERE p.org_id = $1 AND p.event_id = f.event_id AND p.parked_at IS NULL
            RETURNING p.event_id, p.attempts, p.parked_at IS NOT NULL AS parked`,
     values: [
-      orgId, failures.map((f) => f.eventId), failures.map((f) => sanitiseText(f.error)), options.counted ? 0 : 1,
-      options.maxAttempts, options.now.toISOString(),
+      orgId,
+      failures.map((f) => f.eventId),
+      failures.map((f) => sanitiseText(f.error)),
+      options.counted ? 0 : 1,
+      options.maxAttempts,
+      options.now.toISOString(),
     ],
   });
   return rows.map(toAttempts);

@@ -16,13 +16,20 @@ function expectedType(field: { type: string; nativeType?: unknown; kind: string 
   if (native === 'Uuid') return 'uuid';
   if (field.kind === 'enum' || enums.has(field.type)) return field.type;
   switch (field.type) {
-    case 'String': return 'text';
-    case 'Int': return 'int4';
-    case 'BigInt': return 'int8';
-    case 'Boolean': return 'bool';
-    case 'DateTime': return native === 'Timestamptz' ? 'timestamptz' : 'timestamp';
-    case 'Json': return 'jsonb';
-    default: throw new Error(`type ${field.type} not mapped in this test`);
+    case 'String':
+      return 'text';
+    case 'Int':
+      return 'int4';
+    case 'BigInt':
+      return 'int8';
+    case 'Boolean':
+      return 'bool';
+    case 'DateTime':
+      return native === 'Timestamptz' ? 'timestamptz' : 'timestamp';
+    case 'Json':
+      return 'jsonb';
+    default:
+      throw new Error(`type ${field.type} not mapped in this test`);
   }
 }
 
@@ -81,7 +88,13 @@ describe('applyMigrations', () => {
     const { datamodel } = await getDMMF({ datamodel: schema });
     const enumNames = new Set(datamodel.enums.map((e) => e.dbName ?? e.name));
 
-    const columns = await query<{ table_name: string; column_name: string; udt_name: string; is_nullable: string; data_type: string }>(
+    const columns = await query<{
+      table_name: string;
+      column_name: string;
+      udt_name: string;
+      is_nullable: string;
+      data_type: string;
+    }>(
       `SELECT table_name, column_name, udt_name, is_nullable, data_type FROM information_schema.columns
        WHERE table_schema = 'public' AND table_name <> '_prisma_migrations'
          -- Partitions are the history tables' storage, not tables of their own (docs/database.md).

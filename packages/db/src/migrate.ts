@@ -27,7 +27,9 @@ const CREATE_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS "_prisma_migrations"
  */
 export class MigrationChangedError extends Error {
   constructor(readonly migration: string) {
-    super(`migration ${migration} was changed after it was applied (checksum differs; see docs/database.md, "Upgrading")`);
+    super(
+      `migration ${migration} was changed after it was applied (checksum differs; see docs/database.md, "Upgrading")`,
+    );
     this.name = 'MigrationChangedError';
   }
 }
@@ -68,7 +70,10 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
 export async function applyMigrations(databaseUrl: string, dir = MIGRATIONS_DIR): Promise<MigrationResult> {
   await ensureDatabase(databaseUrl);
   const entries = await readdir(dir, { withFileTypes: true });
-  const names = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const names = entries
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
 
   const client = new Client({ connectionString: databaseUrl });
   await client.connect();
@@ -76,9 +81,12 @@ export async function applyMigrations(databaseUrl: string, dir = MIGRATIONS_DIR)
   try {
     await client.query('SELECT pg_advisory_lock($1)', [PRISMA_MIGRATE_LOCK]);
     await client.query(CREATE_MIGRATIONS_TABLE);
-    const rows = await client.query<{ migration_name: string; finished_at: Date | null; rolled_back_at: Date | null; checksum: string }>(
-      'SELECT migration_name, finished_at, rolled_back_at, checksum FROM "_prisma_migrations"',
-    );
+    const rows = await client.query<{
+      migration_name: string;
+      finished_at: Date | null;
+      rolled_back_at: Date | null;
+      checksum: string;
+    }>('SELECT migration_name, finished_at, rolled_back_at, checksum FROM "_prisma_migrations"');
     const failed = rows.rows.filter((r) => r.finished_at === null && r.rolled_back_at === null);
     if (failed.length > 0) {
       throw new Error(

@@ -15,8 +15,19 @@ export interface SentRequest {
  * `sentRequest`: a delivery of a webhook of an organisation, with the time of its last attempt; null when there
  * is no such delivery. One statement: the delivery by primary key, its last attempt by (delivery_id, id).
  */
-export async function sentRequest(pool: Pool, orgId: string, webhookId: string, deliveryId: string): Promise<SentRequest | null> {
-  const { rows } = await pool.query<{ created_at: Date; body_encrypted: string | null; content_type: string | null; secrets_version: string | null; last_attempt_at: Date | null }>({
+export async function sentRequest(
+  pool: Pool,
+  orgId: string,
+  webhookId: string,
+  deliveryId: string,
+): Promise<SentRequest | null> {
+  const { rows } = await pool.query<{
+    created_at: Date;
+    body_encrypted: string | null;
+    content_type: string | null;
+    secrets_version: string | null;
+    last_attempt_at: Date | null;
+  }>({
     name: 'sent_request',
     text: `SELECT d.created_at, d.body_encrypted, d.content_type, d.secrets_version,
                   (SELECT a.at FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.id DESC LIMIT 1) AS last_attempt_at
@@ -25,7 +36,15 @@ export async function sentRequest(pool: Pool, orgId: string, webhookId: string, 
     values: [deliveryId, webhookId, orgId],
   });
   const row = rows[0];
-  return row ? { createdAt: row.created_at, bodyEncrypted: row.body_encrypted, contentType: row.content_type, secretsVersion: row.secrets_version, lastAttemptAt: row.last_attempt_at } : null;
+  return row
+    ? {
+        createdAt: row.created_at,
+        bodyEncrypted: row.body_encrypted,
+        contentType: row.content_type,
+        secretsVersion: row.secrets_version,
+        lastAttemptAt: row.last_attempt_at,
+      }
+    : null;
 }
 
 /**
@@ -55,7 +74,12 @@ export interface HourAttempts {
  * created in each, with their outcome now. One index range scan (deliveries_webhook_id_created_at_id_idx); every
  * hour is listed, empty or not.
  */
-export async function webhookDeliveryCounts(pool: Pool, webhookId: string, from: Date, hours: number): Promise<HourDeliveries[]> {
+export async function webhookDeliveryCounts(
+  pool: Pool,
+  webhookId: string,
+  from: Date,
+  hours: number,
+): Promise<HourDeliveries[]> {
   const { rows } = await pool.query<{ start: Date; deliveries: number; succeeded: number; failed: number }>({
     name: 'webhook_delivery_counts',
     text: `WITH by_hour AS (
@@ -80,7 +104,12 @@ export async function webhookDeliveryCounts(pool: Pool, webhookId: string, from:
  * each, with their p50 and p99 durations (percentile_cont, interpolated). One index range scan
  * (delivery_attempts_webhook_id_at_idx) and a sort per hour; every hour is listed, empty or not.
  */
-export async function webhookAttemptStats(pool: Pool, webhookId: string, from: Date, hours: number): Promise<HourAttempts[]> {
+export async function webhookAttemptStats(
+  pool: Pool,
+  webhookId: string,
+  from: Date,
+  hours: number,
+): Promise<HourAttempts[]> {
   const { rows } = await pool.query<{ start: Date; attempts: number; p50: number | null; p99: number | null }>({
     name: 'webhook_attempt_stats',
     text: `WITH by_hour AS (

@@ -13,9 +13,21 @@ function event(orgId: string, overrides: Partial<AuditEventData> = {}): OutboxEv
   return {
     receivedAt,
     data: {
-      id: randomUUID(), org_id: orgId, action: 'tool.called', actor_type: 'user', actor_id: 'u1', actor_display_name: '',
-      resource_type: 'tool', resource_id: 't1', resource_display_name: 'T', resources: {}, context: {}, changes: [], payload: {},
-      created_at: '2026-11-25T11:59:59.999Z', ...overrides,
+      id: randomUUID(),
+      org_id: orgId,
+      action: 'tool.called',
+      actor_type: 'user',
+      actor_id: 'u1',
+      actor_display_name: '',
+      resource_type: 'tool',
+      resource_id: 't1',
+      resource_display_name: 'T',
+      resources: {},
+      context: {},
+      changes: [],
+      payload: {},
+      created_at: '2026-11-25T11:59:59.999Z',
+      ...overrides,
     },
   };
 }
@@ -33,7 +45,10 @@ describe('insertAuditEvents', () => {
     });
     const plain = event(orgId);
     const inserted = await insertAuditEvents(pool, [tricky, plain]);
-    expect(inserted).toEqual([{ orgId, id: tricky.data.id }, { orgId, id: plain.data.id }]);
+    expect(inserted).toEqual([
+      { orgId, id: tricky.data.id },
+      { orgId, id: plain.data.id },
+    ]);
 
     const back = await readEvents(pool, orgId, [tricky.data.id, plain.data.id]);
     const byId = new Map(back.map((e) => [e.data.id, e]));
@@ -47,10 +62,26 @@ describe('insertAuditEvents', () => {
 
   it('gives created_at back as Date.toISOString() writes it, from year 1 to 9999, and received_at to the millisecond', async () => {
     const orgId = randomUUID();
-    const stamps = ['0001-01-01T00:00:00.000Z', '1969-12-31T23:59:59.001Z', '2026-02-28T23:59:59.999Z', '9999-12-31T23:59:59.999Z'];
-    const events = stamps.map((created_at, i) => ({ ...event(orgId, { created_at }), receivedAt: new Date(Date.UTC(2026, 10, 25, 12, 0, 0, i * 7 + 1)) }));
+    const stamps = [
+      '0001-01-01T00:00:00.000Z',
+      '1969-12-31T23:59:59.001Z',
+      '2026-02-28T23:59:59.999Z',
+      '9999-12-31T23:59:59.999Z',
+    ];
+    const events = stamps.map((created_at, i) => ({
+      ...event(orgId, { created_at }),
+      receivedAt: new Date(Date.UTC(2026, 10, 25, 12, 0, 0, i * 7 + 1)),
+    }));
     await insertAuditEvents(pool, events);
-    const back = new Map((await readPendingEvents(pool, orgId, events.map((e) => e.data.id))).map((e) => [e.data.id, e]));
+    const back = new Map(
+      (
+        await readPendingEvents(
+          pool,
+          orgId,
+          events.map((e) => e.data.id),
+        )
+      ).map((e) => [e.data.id, e]),
+    );
     for (const original of events) {
       expect(back.get(original.data.id)?.data.created_at).toBe(original.data.created_at);
       expect(back.get(original.data.id)?.receivedAt.getTime()).toBe(original.receivedAt.getTime());

@@ -20,7 +20,10 @@ export interface OutboxEvent {
  * array literals, each of whose elements the driver would escape and Postgres would parse again. Strings reach here already
  * checked storable (no NUL, no lone surrogate).
  */
-export async function insertAuditEvents(pool: Pool | PoolClient, events: readonly OutboxEvent[]): Promise<{ orgId: string; id: string }[]> {
+export async function insertAuditEvents(
+  pool: Pool | PoolClient,
+  events: readonly OutboxEvent[],
+): Promise<{ orgId: string; id: string }[]> {
   if (events.length === 0) return [];
   // The events of one request share one receivedAt: it is formatted once, not once per event.
   let last: { at: Date; iso: string } | null = null;
@@ -46,7 +49,14 @@ export async function insertAuditEvents(pool: Pool | PoolClient, events: readonl
  * into a Date with a regular expression each; `created_at` is then formatted as Date.toISOString() formats it,
  * which is how it was stored.
  */
-export type EventRow = Omit<AuditEventData, 'resources' | 'context' | 'changes' | 'payload' | 'created_at'> & { resources: unknown; context: unknown; changes: unknown; payload: unknown; created_ms: number; received_ms: number };
+export type EventRow = Omit<AuditEventData, 'resources' | 'context' | 'changes' | 'payload' | 'created_at'> & {
+  resources: unknown;
+  context: unknown;
+  changes: unknown;
+  payload: unknown;
+  created_ms: number;
+  received_ms: number;
+};
 
 export const EVENT_SELECT = `e.id, e.org_id, e.action, e.actor_type, e.actor_id, e.actor_display_name, e.resource_type, e.resource_id,
   e.resource_display_name, e.resources, e.context, e.changes, e.payload,

@@ -46,7 +46,9 @@ describe('partition arithmetic', () => {
     expect(new Date(periodStart(t, 'week')).toISOString()).toBe('2026-11-23T00:00:00.000Z');
     expect(new Date(periodEnd(t, 'week')).toISOString()).toBe('2026-11-30T00:00:00.000Z');
     expect(new Date(periodStart(t, 'month')).toISOString()).toBe('2026-11-01T00:00:00.000Z');
-    expect(new Date(periodEnd(Date.parse('2026-12-31T23:00:00Z'), 'month')).toISOString()).toBe('2027-01-01T00:00:00.000Z');
+    expect(new Date(periodEnd(Date.parse('2026-12-31T23:00:00Z'), 'month')).toISOString()).toBe(
+      '2027-01-01T00:00:00.000Z',
+    );
     expect(partitionName('deliveries', periodStart(t, 'day'))).toBe('deliveries_p20261126');
     expect(partitionName('deliveries', periodStart(t, 'hour'))).toBe('deliveries_p2026112613');
   });
@@ -65,8 +67,20 @@ const webhook = randomUUID();
 const event = (id: string, receivedAt: Date, action = 'tag.created'): OutboxEvent => ({
   receivedAt,
   data: {
-    id, org_id: org, action, actor_type: 'user', actor_id: 'u1', actor_display_name: 'U', resource_type: 'tag', resource_id: 't1',
-    resource_display_name: 'T', resources: {}, context: { ip: '10.0.0.1' }, changes: [], payload: { name: 'x' }, created_at: receivedAt.toISOString(),
+    id,
+    org_id: org,
+    action,
+    actor_type: 'user',
+    actor_id: 'u1',
+    actor_display_name: 'U',
+    resource_type: 'tag',
+    resource_id: 't1',
+    resource_display_name: 'T',
+    resources: {},
+    context: { ip: '10.0.0.1' },
+    changes: [],
+    payload: { name: 'x' },
+    created_at: receivedAt.toISOString(),
   },
 });
 
@@ -89,8 +103,12 @@ describe('lookups by delivery id', () => {
     try {
       // A generic plan prunes at executor start-up (the hot path's named statements run so after five executions).
       await client.query(`SET plan_cache_mode = force_generic_plan`);
-      await client.query({ name: `p${randomBytes(4).toString('hex')}`, text: sql, values: params }).catch(() => undefined);
-      const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ${sql}`.replace(/\$1/g, `'${String(params[0])}'`));
+      await client
+        .query({ name: `p${randomBytes(4).toString('hex')}`, text: sql, values: params })
+        .catch(() => undefined);
+      const { rows } = await client.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ${sql}`.replace(/\$1/g, `'${String(params[0])}'`),
+      );
       return rows.map((r) => r['QUERY PLAN']).join('\n');
     } finally {
       await client.query('RESET plan_cache_mode');
@@ -103,9 +121,15 @@ describe('lookups by delivery id', () => {
     const today = partitionName('deliveries', periodStart(Date.now(), 'day'));
     const byId = await plan(`SELECT * FROM deliveries WHERE id = $1`, [id]);
     expect(byId).toContain(`on ${today}`);
-    expect(byId.match(/deliveries_p\d+|deliveries_default/g)!.filter((n, i, all) => all.indexOf(n) === i)).toEqual([today]);
-    const attempts = await plan(`SELECT * FROM delivery_attempts WHERE delivery_id = $1 ORDER BY id DESC LIMIT 6`, [id]);
-    expect(attempts.match(/delivery_attempts_p\d+|delivery_attempts_default/g)!.filter((n, i, all) => all.indexOf(n) === i)).toEqual([`delivery_attempts_p${today.slice(-8)}`]);
+    expect(byId.match(/deliveries_p\d+|deliveries_default/g)!.filter((n, i, all) => all.indexOf(n) === i)).toEqual([
+      today,
+    ]);
+    const attempts = await plan(`SELECT * FROM delivery_attempts WHERE delivery_id = $1 ORDER BY id DESC LIMIT 6`, [
+      id,
+    ]);
+    expect(
+      attempts.match(/delivery_attempts_p\d+|delivery_attempts_default/g)!.filter((n, i, all) => all.indexOf(n) === i),
+    ).toEqual([`delivery_attempts_p${today.slice(-8)}`]);
   });
 
   it('prune a list of ids in the hot path statements, whose plans stay custom', async () => {
@@ -124,10 +148,15 @@ describe('lookups by delivery id', () => {
         await client.query(`EXECUTE record_plan(ARRAY['${uuidv7()}']::uuid[], ARRAY[now()]::timestamptz[])`);
       }
       const today = partitionName('deliveries', periodStart(Date.now(), 'day'));
-      for (const statement of [`lease_plan(ARRAY['${id}']::uuid[], now(), now())`, `record_plan(ARRAY['${id}']::uuid[], ARRAY[now()]::timestamptz[])`]) {
+      for (const statement of [
+        `lease_plan(ARRAY['${id}']::uuid[], now(), now())`,
+        `record_plan(ARRAY['${id}']::uuid[], ARRAY[now()]::timestamptz[])`,
+      ]) {
         const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (COSTS OFF) EXECUTE ${statement}`);
         const text = rows.map((r) => r['QUERY PLAN']).join('\n');
-        expect(text.match(/deliveries_p\d+|deliveries_default/g)!.filter((n, i, all) => all.indexOf(n) === i)).toEqual([today]);
+        expect(text.match(/deliveries_p\d+|deliveries_default/g)!.filter((n, i, all) => all.indexOf(n) === i)).toEqual([
+          today,
+        ]);
       }
       await client.query('DEALLOCATE lease_plan; DEALLOCATE record_plan');
     } finally {
@@ -143,7 +172,10 @@ describe('idempotent ingestion across partitions', () => {
     expect(await insertAuditEvents(pool, [event(id, yesterday)])).toEqual([{ orgId: org, id }]);
     await commitFanout(pool, { orgId: org, eventIds: [id], now: new Date(), deliveries: [], batchItems: [] });
     expect(await insertAuditEvents(pool, [event(id, new Date())])).toEqual([]);
-    const { rows } = await pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM audit_events WHERE org_id = $1 AND id = $2`, [org, id]);
+    const { rows } = await pool.query<{ part: string }>(
+      `SELECT tableoid::regclass::text AS part FROM audit_events WHERE org_id = $1 AND id = $2`,
+      [org, id],
+    );
     expect(rows.map((r) => r.part)).toEqual([partitionName('audit_events', periodStart(yesterday.getTime(), 'day'))]);
     expect((await pool.query(`SELECT 1 FROM pending_fanout WHERE event_id = $1`, [id])).rowCount).toBe(0);
   });
@@ -157,7 +189,10 @@ describe('idempotent ingestion across partitions', () => {
     try {
       const json = (e: OutboxEvent) => JSON.stringify([{ ...e.data, received_at: e.receivedAt.toISOString() }]);
       await a.query('BEGIN');
-      expect((await a.query(`SELECT * FROM insert_audit_events($1::jsonb)`, [json(event(id, new Date(midnight - 1)))])).rowCount).toBe(1);
+      expect(
+        (await a.query(`SELECT * FROM insert_audit_events($1::jsonb)`, [json(event(id, new Date(midnight - 1)))]))
+          .rowCount,
+      ).toBe(1);
       // b waits on a's claim in pending_fanout, then sees a's event and stores nothing.
       const second = b.query(`SELECT * FROM insert_audit_events($1::jsonb)`, [json(event(id, new Date(midnight + 1)))]);
       await new Promise((r) => setTimeout(r, 200));
@@ -175,17 +210,26 @@ describe('idempotent ingestion across partitions', () => {
     // Index scans of the audit-event partitions this backend counted and has not reported yet: exact for a delta,
     // unlike the shared statistics, which other backends report when they will.
     const probes = async () => {
-      const { rows } = await client.query<{ scans: string }>(`SELECT coalesce(sum(idx_scan), 0)::text AS scans FROM pg_stat_xact_user_tables WHERE relname LIKE 'audit\\_events\\_%'`);
+      const { rows } = await client.query<{ scans: string }>(
+        `SELECT coalesce(sum(idx_scan), 0)::text AS scans FROM pg_stat_xact_user_tables WHERE relname LIKE 'audit\\_events\\_%'`,
+      );
       return Number(rows[0]!.scans);
     };
     try {
       await client.query('BEGIN');
       const start = await probes();
       const generated = uuidv7();
-      expect(await insertAuditEvents(client, [{ ...event(generated, new Date()), generatedId: true }])).toEqual([{ orgId: org, id: generated }]);
+      expect(await insertAuditEvents(client, [{ ...event(generated, new Date()), generatedId: true }])).toEqual([
+        { orgId: org, id: generated },
+      ]);
       expect(await probes()).toBe(start);
       const chosen = randomUUID();
-      expect(await insertAuditEvents(client, [event(chosen, new Date()), { ...event(uuidv7(), new Date()), generatedId: true }])).toHaveLength(2);
+      expect(
+        await insertAuditEvents(client, [
+          event(chosen, new Date()),
+          { ...event(uuidv7(), new Date()), generatedId: true },
+        ]),
+      ).toHaveLength(2);
       expect(await probes()).toBeGreaterThan(start);
       await client.query('COMMIT');
     } finally {
@@ -199,7 +243,9 @@ describe('idempotent ingestion across partitions', () => {
     expect(await insertAuditEvents(pool, [event(id, new Date(Date.now() - DAY))])).toEqual([{ orgId: org, id }]);
     await commitFanout(pool, { orgId: org, eventIds: [id], now: new Date(), deliveries: [], batchItems: [] });
     const fresh = uuidv7();
-    expect(await insertAuditEvents(pool, [{ ...event(fresh, new Date()), generatedId: true }, event(id, new Date())])).toEqual([{ orgId: org, id: fresh }]);
+    expect(
+      await insertAuditEvents(pool, [{ ...event(fresh, new Date()), generatedId: true }, event(id, new Date())]),
+    ).toEqual([{ orgId: org, id: fresh }]);
     expect((await pool.query(`SELECT 1 FROM audit_events WHERE org_id = $1 AND id = $2`, [org, id])).rowCount).toBe(1);
     expect((await pool.query(`SELECT 1 FROM pending_fanout WHERE event_id = $1`, [id])).rowCount).toBe(0);
   });
@@ -207,8 +253,13 @@ describe('idempotent ingestion across partitions', () => {
   it('keeps the first of an id repeated within one batch', async () => {
     const id = randomUUID();
     const now = new Date();
-    expect(await insertAuditEvents(pool, [event(id, now, 'tag.created'), event(id, now, 'tag.deleted')])).toEqual([{ orgId: org, id }]);
-    expect((await pool.query<{ action: string }>(`SELECT action FROM audit_events WHERE org_id = $1 AND id = $2`, [org, id])).rows).toEqual([{ action: 'tag.created' }]);
+    expect(await insertAuditEvents(pool, [event(id, now, 'tag.created'), event(id, now, 'tag.deleted')])).toEqual([
+      { orgId: org, id },
+    ]);
+    expect(
+      (await pool.query<{ action: string }>(`SELECT action FROM audit_events WHERE org_id = $1 AND id = $2`, [org, id]))
+        .rows,
+    ).toEqual([{ action: 'tag.created' }]);
   });
 });
 
@@ -220,15 +271,35 @@ describe('partition upkeep and retention', () => {
       `INSERT INTO deliveries (id, org_id, webhook_id, status, event_ids, event_count, created_at, updated_at) VALUES ($1, $2, $3, 'succeeded', '{}', 0, now(), now())`,
       [waiting, org, webhook],
     );
-    await pool.query(`INSERT INTO delivery_attempts (delivery_id, webhook_id, at, status_code, duration_ms) VALUES ($1, $2, now(), 200, 1)`, [waiting, webhook]);
-    expect((await pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM deliveries WHERE id = $1`, [waiting])).rows[0]!.part).toBe('deliveries_default');
+    await pool.query(
+      `INSERT INTO delivery_attempts (delivery_id, webhook_id, at, status_code, duration_ms) VALUES ($1, $2, now(), 200, 1)`,
+      [waiting, webhook],
+    );
+    expect(
+      (
+        await pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM deliveries WHERE id = $1`, [
+          waiting,
+        ])
+      ).rows[0]!.part,
+    ).toBe('deliveries_default');
 
     const created = await ensurePartitions(pool, new Date(future), { width: 'day', aheadMs: 2 * DAY });
     expect(created).toContain(partitionName('deliveries', periodStart(future, 'day')));
-    expect((await pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM deliveries WHERE id = $1`, [waiting])).rows[0]!.part)
-      .toBe(partitionName('deliveries', periodStart(future, 'day')));
-    expect((await pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM delivery_attempts WHERE delivery_id = $1`, [waiting])).rows[0]!.part)
-      .toBe(partitionName('delivery_attempts', periodStart(future, 'day')));
+    expect(
+      (
+        await pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM deliveries WHERE id = $1`, [
+          waiting,
+        ])
+      ).rows[0]!.part,
+    ).toBe(partitionName('deliveries', periodStart(future, 'day')));
+    expect(
+      (
+        await pool.query<{ part: string }>(
+          `SELECT tableoid::regclass::text AS part FROM delivery_attempts WHERE delivery_id = $1`,
+          [waiting],
+        )
+      ).rows[0]!.part,
+    ).toBe(partitionName('delivery_attempts', periodStart(future, 'day')));
     expect(await ensurePartitions(pool, new Date(future), { width: 'day', aheadMs: 2 * DAY })).toEqual([]);
 
     // Weeks after days: the first week partition starts where the day partitions end.
@@ -245,14 +316,27 @@ describe('partition upkeep and retention', () => {
     const oldDay = periodStart(old, 'day');
     await ensurePartitions(pool, new Date(old), { width: 'day', aheadMs: DAY });
     const [gone, owed, inBuffer, delivery] = [randomUUID(), randomUUID(), randomUUID(), uuidv7({ msecs: old })];
-    await insertAuditEvents(pool, [event(gone, new Date(old)), event(owed, new Date(old)), event(inBuffer, new Date(old))]);
-    await commitFanout(pool, { orgId: org, eventIds: [gone, inBuffer], now: new Date(), deliveries: [], batchItems: [{ webhookId: webhook, eventId: inBuffer }] });
+    await insertAuditEvents(pool, [
+      event(gone, new Date(old)),
+      event(owed, new Date(old)),
+      event(inBuffer, new Date(old)),
+    ]);
+    await commitFanout(pool, {
+      orgId: org,
+      eventIds: [gone, inBuffer],
+      now: new Date(),
+      deliveries: [],
+      batchItems: [{ webhookId: webhook, eventId: inBuffer }],
+    });
     await pool.query(`UPDATE pending_fanout SET parked_at = now(), attempts = 5 WHERE event_id = $1`, [owed]);
     await pool.query(
       `INSERT INTO deliveries (id, org_id, webhook_id, status, event_ids, event_count, created_at, updated_at) VALUES ($1, $2, $3, 'succeeded', '{}', 0, $4, $4)`,
       [delivery, org, webhook, new Date(old).toISOString()],
     );
-    await pool.query(`INSERT INTO delivery_attempts (delivery_id, webhook_id, at, status_code, duration_ms) VALUES ($1, $2, $3, 200, 1)`, [delivery, webhook, new Date(old).toISOString()]);
+    await pool.query(
+      `INSERT INTO delivery_attempts (delivery_id, webhook_id, at, status_code, duration_ms) VALUES ($1, $2, $3, 200, 1)`,
+      [delivery, webhook, new Date(old).toISOString()],
+    );
 
     const result = await dropExpiredPartitions(pool, new Date(Date.now() - 30 * DAY));
     expect(result!.dropped.deliveries).toContain(partitionName('deliveries', oldDay));
@@ -261,7 +345,10 @@ describe('partition upkeep and retention', () => {
     expect(result!.keptEvents).toBe(2);
     expect((await pool.query(`SELECT 1 FROM deliveries WHERE id = $1`, [delivery])).rowCount).toBe(0);
     expect((await pool.query(`SELECT 1 FROM delivery_attempts WHERE delivery_id = $1`, [delivery])).rowCount).toBe(0);
-    const { rows } = await pool.query<{ id: string; part: string }>(`SELECT id, tableoid::regclass::text AS part FROM audit_events WHERE id = ANY($1::uuid[])`, [[gone, owed, inBuffer]]);
+    const { rows } = await pool.query<{ id: string; part: string }>(
+      `SELECT id, tableoid::regclass::text AS part FROM audit_events WHERE id = ANY($1::uuid[])`,
+      [[gone, owed, inBuffer]],
+    );
     expect(rows.map((r) => r.id).sort()).toEqual([owed, inBuffer].sort());
     for (const r of rows) expect(r.part).toBe('audit_events_default');
     // The parked event is still readable for its release.
@@ -272,7 +359,9 @@ describe('partition upkeep and retention', () => {
     await pool.query(`DELETE FROM batch_items WHERE event_id = $1`, [inBuffer]);
     const swept = await sweepDefaultPartitions(pool, new Date(Date.now() - 30 * DAY));
     expect(swept.events).toBe(2);
-    expect((await pool.query(`SELECT 1 FROM audit_events WHERE id = ANY($1::uuid[])`, [[owed, inBuffer]])).rowCount).toBe(0);
+    expect(
+      (await pool.query(`SELECT 1 FROM audit_events WHERE id = ANY($1::uuid[])`, [[owed, inBuffer]])).rowCount,
+    ).toBe(0);
   });
 
   it('sweeps deliveries of random ids and their attempts from the DEFAULT partition by age', async () => {
@@ -282,8 +371,13 @@ describe('partition upkeep and retention', () => {
       `INSERT INTO deliveries (id, org_id, webhook_id, status, event_ids, event_count, created_at, updated_at) VALUES ($1, $2, $3, 'failed', '{}', 0, $4, $4)`,
       [id, org, webhook, old],
     );
-    await pool.query(`INSERT INTO delivery_attempts (delivery_id, webhook_id, at, status_code, duration_ms) VALUES ($1, $2, $3, 500, 1)`, [id, webhook, old]);
-    const where = (await pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM deliveries WHERE id = $1`, [id])).rows[0]!.part;
+    await pool.query(
+      `INSERT INTO delivery_attempts (delivery_id, webhook_id, at, status_code, duration_ms) VALUES ($1, $2, $3, 500, 1)`,
+      [id, webhook, old],
+    );
+    const where = (
+      await pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM deliveries WHERE id = $1`, [id])
+    ).rows[0]!.part;
     const swept = await sweepDefaultPartitions(pool, new Date(Date.now() - 30 * DAY));
     if (where === 'deliveries_default') {
       expect(swept.deliveries).toBeGreaterThanOrEqual(1);
@@ -298,7 +392,10 @@ describe('partition upkeep and retention', () => {
       `INSERT INTO deliveries (id, org_id, webhook_id, status, event_ids, event_count, created_at, updated_at) VALUES ($1, $2, $3, $4, '{}', 0, $5, $5)`,
       [id, org, webhook, status, new Date(at).toISOString()],
     );
-    await pool.query(`INSERT INTO delivery_attempts (delivery_id, webhook_id, at, status_code, duration_ms) VALUES ($1, $2, $3, 429, 1)`, [id, webhook, new Date(at).toISOString()]);
+    await pool.query(
+      `INSERT INTO delivery_attempts (delivery_id, webhook_id, at, status_code, duration_ms) VALUES ($1, $2, $3, 429, 1)`,
+      [id, webhook, new Date(at).toISOString()],
+    );
     return id;
   };
 
@@ -343,15 +440,22 @@ describe('partition upkeep and retention', () => {
     const busy = await writing(await deliveryAt(Date.now(), 'succeeded'));
     let settled = false;
     try {
-      const dropping = dropExpiredPartitions(pool, new Date(old + DAY), { lockRetry: { ...PARTITION_LOCK_RETRY, timeoutMs: 50, tries: 6 } }).finally(() => {
+      const dropping = dropExpiredPartitions(pool, new Date(old + DAY), {
+        lockRetry: { ...PARTITION_LOCK_RETRY, timeoutMs: 50, tries: 6 },
+      }).finally(() => {
         settled = true;
       });
       // A read of the whole table (which the detach's lock would queue) gets through while the detach still tries.
-      const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE id = $1 OR created_at < $2`, [done, new Date(old + DAY).toISOString()]);
+      const { rows } = await pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM deliveries WHERE id = $1 OR created_at < $2`,
+        [done, new Date(old + DAY).toISOString()],
+      );
       expect(rows[0]!.n).toBeGreaterThanOrEqual(1);
       expect(settled).toBe(false);
       const result = await dropping;
-      expect(result!.kept).toEqual(expect.arrayContaining([partitionName('deliveries', old), partitionName('delivery_attempts', old)]));
+      expect(result!.kept).toEqual(
+        expect.arrayContaining([partitionName('deliveries', old), partitionName('delivery_attempts', old)]),
+      );
       expect(result!.dropped.deliveries ?? []).not.toContain(partitionName('deliveries', old));
       // Its attempts stay with it.
       expect((await pool.query(`SELECT 1 FROM delivery_attempts WHERE delivery_id = $1`, [done])).rowCount).toBe(1);
@@ -373,9 +477,16 @@ describe('partition upkeep and retention', () => {
     await pool.query(`UPDATE deliveries SET leased_until = now() + interval '1 minute' WHERE id = $1`, [leased]);
 
     const first = await dropExpiredPartitions(pool, new Date(old + DAY));
-    expect(first!.kept).toEqual(expect.arrayContaining([partitionName('deliveries', old), partitionName('delivery_attempts', old)]));
-    expect((await pool.query(`SELECT 1 FROM deliveries WHERE id = ANY($1::uuid[])`, [[retried, leased]])).rowCount).toBe(2);
-    expect((await pool.query(`SELECT 1 FROM delivery_attempts WHERE delivery_id = ANY($1::uuid[])`, [[retried, leased]])).rowCount).toBe(2);
+    expect(first!.kept).toEqual(
+      expect.arrayContaining([partitionName('deliveries', old), partitionName('delivery_attempts', old)]),
+    );
+    expect(
+      (await pool.query(`SELECT 1 FROM deliveries WHERE id = ANY($1::uuid[])`, [[retried, leased]])).rowCount,
+    ).toBe(2);
+    expect(
+      (await pool.query(`SELECT 1 FROM delivery_attempts WHERE delivery_id = ANY($1::uuid[])`, [[retried, leased]]))
+        .rowCount,
+    ).toBe(2);
 
     // Once both have ended, the next run drops the partition.
     await pool.query(`UPDATE deliveries SET status = 'succeeded' WHERE id = $1`, [retried]);
@@ -394,7 +505,18 @@ describe('partition upkeep and retention', () => {
     await deliveryAt(Date.now() - 40 * DAY, 'failed', ended);
     const swept = await sweepDefaultPartitions(pool, new Date(Date.now() - 30 * DAY));
     expect(swept.deliveries).toBeGreaterThanOrEqual(1);
-    expect((await pool.query<{ id: string }>(`SELECT id FROM deliveries WHERE id = ANY($1::uuid[])`, [[inFlight, ended]])).rows.map((r) => r.id)).toEqual([inFlight]);
-    expect((await pool.query<{ id: string }>(`SELECT delivery_id AS id FROM delivery_attempts WHERE delivery_id = ANY($1::uuid[])`, [[inFlight, ended]])).rows.map((r) => r.id)).toEqual([inFlight]);
+    expect(
+      (
+        await pool.query<{ id: string }>(`SELECT id FROM deliveries WHERE id = ANY($1::uuid[])`, [[inFlight, ended]])
+      ).rows.map((r) => r.id),
+    ).toEqual([inFlight]);
+    expect(
+      (
+        await pool.query<{ id: string }>(
+          `SELECT delivery_id AS id FROM delivery_attempts WHERE delivery_id = ANY($1::uuid[])`,
+          [[inFlight, ended]],
+        )
+      ).rows.map((r) => r.id),
+    ).toEqual([inFlight]);
   });
 });

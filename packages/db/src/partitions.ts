@@ -96,7 +96,9 @@ export function defaultAheadMs(width: PartitionWidth): number {
 /** A partition's name: `<table>_p<YYYYMMDD>` for a start at midnight UTC, `..._p<YYYYMMDDHH>` otherwise. */
 export function partitionName(table: string, fromMs: number): string {
   const iso = new Date(fromMs).toISOString();
-  const stamp = iso.slice(0, 10).replace(/-/g, '') + (fromMs % DAY === 0 ? '' : iso.slice(11, 13) + (fromMs % HOUR === 0 ? '' : iso.slice(14, 16)));
+  const stamp =
+    iso.slice(0, 10).replace(/-/g, '') +
+    (fromMs % DAY === 0 ? '' : iso.slice(11, 13) + (fromMs % HOUR === 0 ? '' : iso.slice(14, 16)));
   return `${table}_p${stamp}`;
 }
 
@@ -126,7 +128,8 @@ export async function listPartitions(client: Pool | PoolClient, table: string): 
   for (const row of rows) {
     const m = /^FOR VALUES FROM \('([^']+)'\) TO \('([^']+)'\)$/.exec(row.bound);
     if (!m) continue; // DEFAULT
-    const [from, to] = t.key === 'uuid' ? [uuidV7Time(m[1]!), uuidV7Time(m[2]!)] : [Date.parse(isoOf(m[1]!)), Date.parse(isoOf(m[2]!))];
+    const [from, to] =
+      t.key === 'uuid' ? [uuidV7Time(m[1]!), uuidV7Time(m[2]!)] : [Date.parse(isoOf(m[1]!)), Date.parse(isoOf(m[2]!))];
     partitions.push({ name: row.name, from, to });
   }
   return partitions.sort((a, b) => a.from - b.from);
@@ -160,7 +163,11 @@ class KeepPartition extends Error {}
  * granted (see {@link LockRetry}). Returns `done`, `busy` when every try found a lock taken, or `kept` when `run`
  * threw {@link KeepPartition}.
  */
-async function withShortLocks(client: PoolClient, retry: LockRetry, run: () => Promise<void>): Promise<'done' | 'busy' | 'kept'> {
+async function withShortLocks(
+  client: PoolClient,
+  retry: LockRetry,
+  run: () => Promise<void>,
+): Promise<'done' | 'busy' | 'kept'> {
   for (let attempt = 1; ; attempt += 1) {
     await client.query('BEGIN');
     try {
@@ -208,7 +215,8 @@ export async function ensurePartitions(
         const name = partitionName(t.table, at);
         // A partition whose locks stay taken is left to the next run, and with it the rest of this table's: they are
         // created ahead, and until then rows of their range wait in the DEFAULT partition.
-        if ((await createPartition(client, t, name, at, to, options.lockRetry ?? PARTITION_LOCK_RETRY)) === 'busy') break;
+        if ((await createPartition(client, t, name, at, to, options.lockRetry ?? PARTITION_LOCK_RETRY)) === 'busy')
+          break;
         existing.push({ name, from: at, to });
         existing.sort((a, b) => a.from - b.from);
         created.push(name);
@@ -227,7 +235,14 @@ export async function ensurePartitions(
  * (checked for rows of the new range), taken first here, so no such row lands there between the move and the attach;
  * statements pruned to other partitions (the hot path's, by id) do not touch it.
  */
-async function createPartition(client: PoolClient, t: HistoryTable, name: string, from: number, to: number, retry: LockRetry): Promise<'done' | 'busy'> {
+async function createPartition(
+  client: PoolClient,
+  t: HistoryTable,
+  name: string,
+  from: number,
+  to: number,
+  retry: LockRetry,
+): Promise<'done' | 'busy'> {
   const [lo, hi] = [boundValue(t, from), boundValue(t, to)];
   const parent = quoteIdent(t.table);
   const def = quoteIdent(`${t.table}_default`);
@@ -237,7 +252,9 @@ async function createPartition(client: PoolClient, t: HistoryTable, name: string
   const storage = t.with ? ` WITH (${t.with})` : '';
   const outcome = await withShortLocks(client, retry, async () => {
     await client.query(`CREATE TABLE ${table} (LIKE ${parent} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)${storage}`);
-    await client.query(`ALTER TABLE ${table} ADD CONSTRAINT ${bounds} CHECK (${key} IS NOT NULL AND ${key} >= '${lo}' AND ${key} < '${hi}')`);
+    await client.query(
+      `ALTER TABLE ${table} ADD CONSTRAINT ${bounds} CHECK (${key} IS NOT NULL AND ${key} >= '${lo}' AND ${key} < '${hi}')`,
+    );
     await client.query(`LOCK TABLE ${def} IN ACCESS EXCLUSIVE MODE`);
     // Rows wait in the DEFAULT partition for this range only after a long upkeep outage: usually an index probe finds
     // none.
@@ -269,7 +286,9 @@ const IN_FLIGHT = `(${guard.queued('')} OR leased_until IS NOT NULL)`;
 
 /** Whether a deliveries partition (or the detached table it was) holds a delivery in flight. */
 async function holdsDeliveriesInFlight(client: PoolClient, table: string): Promise<boolean> {
-  const { rows } = await client.query<{ found: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${quoteIdent(table)} WHERE ${IN_FLIGHT}) AS found`);
+  const { rows } = await client.query<{ found: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM ${quoteIdent(table)} WHERE ${IN_FLIGHT}) AS found`,
+  );
   return rows[0]?.found === true;
 }
 
@@ -284,7 +303,11 @@ async function holdsDeliveriesInFlight(client: PoolClient, table: string): Promi
  * parent's ACCESS EXCLUSIVE lock for a catalogue change, waiting for it in short tries ({@link LockRetry}). Null when
  * another worker holds the upkeep lock.
  */
-export async function dropExpiredPartitions(pool: Pool, horizon: Date, options: { lockRetry?: LockRetry } = {}): Promise<DroppedPartitions | null> {
+export async function dropExpiredPartitions(
+  pool: Pool,
+  horizon: Date,
+  options: { lockRetry?: LockRetry } = {},
+): Promise<DroppedPartitions | null> {
   const retry = options.lockRetry ?? PARTITION_LOCK_RETRY;
   return withUpkeepLock(pool, async (client) => {
     const result: DroppedPartitions = { dropped: {}, keptEvents: 0, kept: [] };
@@ -342,7 +365,10 @@ const CHUNK = 5000;
  * nothing is owed (not waiting for fan-out, parked ones included, and not in a batch buffer). Rows reach these
  * partitions rarely, so this stays small.
  */
-export async function sweepDefaultPartitions(pool: Pool, horizon: Date): Promise<{ deliveries: number; attempts: number; events: number }> {
+export async function sweepDefaultPartitions(
+  pool: Pool,
+  horizon: Date,
+): Promise<{ deliveries: number; attempts: number; events: number }> {
   const at = horizon.toISOString();
   const drain = async (sql: string) => {
     let total = 0;

@@ -122,7 +122,14 @@ export async function advanceTask(
   tx: Client,
   taskId: string,
   leaseUntil: Date,
-  step: { handled: number; cursor: TaskCursor | null; done: boolean; nextRunAt: Date; total?: number | null; pacedUntil?: Date | null },
+  step: {
+    handled: number;
+    cursor: TaskCursor | null;
+    done: boolean;
+    nextRunAt: Date;
+    total?: number | null;
+    pacedUntil?: Date | null;
+  },
 ): Promise<boolean> {
   const total = step.total === undefined ? null : step.total;
   const count = await tx.$executeRaw`
@@ -141,7 +148,13 @@ export async function advanceTask(
 }
 
 /** Hands a step back without progress: the task waits (pacing) and runs again at `nextRunAt`. */
-export async function postponeTask(db: Client, taskId: string, leaseUntil: Date, nextRunAt: Date, total?: number | null): Promise<void> {
+export async function postponeTask(
+  db: Client,
+  taskId: string,
+  leaseUntil: Date,
+  nextRunAt: Date,
+  total?: number | null,
+): Promise<void> {
   await db.webhookTask.updateMany({
     where: { id: taskId, status: 'running', leasedUntil: leaseUntil },
     data: { leasedUntil: null, nextRunAt, ...(total !== undefined ? { total } : {}) },
@@ -197,12 +210,19 @@ function recoverableWhere(task: Pick<WebhookTask, 'webhookId' | 'since' | 'until
 }
 
 /** How many deliveries a recover task has in its window now. */
-export async function countRecoverable(db: Client, task: Pick<WebhookTask, 'webhookId' | 'since' | 'until'>): Promise<number> {
+export async function countRecoverable(
+  db: Client,
+  task: Pick<WebhookTask, 'webhookId' | 'since' | 'until'>,
+): Promise<number> {
   return db.delivery.count({ where: recoverableWhere(task) });
 }
 
 /** The next page of a recover task: retryable failed deliveries after its cursor, in (created_at, id) order. */
-export async function recoverablePage(db: Client, task: Pick<WebhookTask, 'webhookId' | 'since' | 'until' | 'cursor'>, limit: number): Promise<{ id: string; createdAt: Date }[]> {
+export async function recoverablePage(
+  db: Client,
+  task: Pick<WebhookTask, 'webhookId' | 'since' | 'until' | 'cursor'>,
+  limit: number,
+): Promise<{ id: string; createdAt: Date }[]> {
   const after = task.cursor
     ? { OR: [{ createdAt: { gt: task.cursor.at } }, { createdAt: task.cursor.at, id: { gt: task.cursor.id } }] }
     : {};
@@ -225,8 +245,15 @@ const replayableValues = (task: Pick<WebhookTask, 'orgId' | 'since' | 'until'>, 
   [task.orgId, task.since.toISOString(), task.until.toISOString(), events.includes('*') ? null : [...events]] as const;
 
 /** How many events of its window a replay task will look at (the condition is applied per event, later). */
-export async function countReplayable(db: Client, task: Pick<WebhookTask, 'orgId' | 'since' | 'until'>, events: readonly string[]): Promise<number> {
-  const rows = await db.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM audit_events e WHERE ${REPLAYABLE}`, ...replayableValues(task, events));
+export async function countReplayable(
+  db: Client,
+  task: Pick<WebhookTask, 'orgId' | 'since' | 'until'>,
+  events: readonly string[],
+): Promise<number> {
+  const rows = await db.$queryRawUnsafe<{ n: number }[]>(
+    `SELECT count(*)::int AS n FROM audit_events e WHERE ${REPLAYABLE}`,
+    ...replayableValues(task, events),
+  );
   return rows[0]?.n ?? 0;
 }
 

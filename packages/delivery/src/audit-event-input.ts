@@ -65,9 +65,12 @@ export function parseAuditEvents(orgId: string, raw: readonly unknown[], single:
     const path = `${prefix(Number(index))}${rest.join('.')}`.replace(/\.$/, '');
     if (unstorable.tooLarge) {
       // The walk counted the list wrapper too: name the request's own limit, not the shifted budget.
-      throw new AppError('payload_too_large', `The request has more than ${MAX_INGEST_NODES} JSON values`, [{
-        path, message: `has more than ${MAX_INGEST_NODES} values (strings, numbers, arrays, objects) in all`,
-      }]);
+      throw new AppError('payload_too_large', `The request has more than ${MAX_INGEST_NODES} JSON values`, [
+        {
+          path,
+          message: `has more than ${MAX_INGEST_NODES} values (strings, numbers, arrays, objects) in all`,
+        },
+      ]);
     }
     throw validationError([{ path, message: unstorable.message }]);
   }

@@ -36,14 +36,24 @@ function outboxOf(deps: IngestDeps): GroupCommit<OutboxWrite, void> {
     const pool = sqlPool(deps.db);
     outbox = GroupCommit.withoutResults(
       async (writes: OutboxWrite[]) => {
-        const inserted = await insertAuditEvents(pool, writes.flatMap((w) => w.events));
+        const inserted = await insertAuditEvents(
+          pool,
+          writes.flatMap((w) => w.events),
+        );
         if (inserted.length > 0 && deps.queues) {
-          const traced = writes.some((w) => w.trace !== undefined) ? new Map(writes.flatMap((w) => w.events.map((e) => [`${e.data.org_id} ${e.data.id}`, w.trace] as const))) : null;
+          const traced = writes.some((w) => w.trace !== undefined)
+            ? new Map(writes.flatMap((w) => w.events.map((e) => [`${e.data.org_id} ${e.data.id}`, w.trace] as const)))
+            : null;
           // Enqueued after the commit, merged with other flushes' events, without holding the answers: the events
           // are committed, and the reconciler fans out whatever Redis does not take.
-          deps.queues.fanoutMerged(traced ? inserted.map((e) => ({ ...e, trace: traced.get(`${e.orgId} ${e.id}`) })) : inserted).catch((error: unknown) => {
-            deps.logger?.warn({ err: (error as Error).message, events: inserted.length }, 'fan-out enqueue failed; the reconciler will pick the events up');
-          });
+          deps.queues
+            .fanoutMerged(traced ? inserted.map((e) => ({ ...e, trace: traced.get(`${e.orgId} ${e.id}`) })) : inserted)
+            .catch((error: unknown) => {
+              deps.logger?.warn(
+                { err: (error as Error).message, events: inserted.length },
+                'fan-out enqueue failed; the reconciler will pick the events up',
+              );
+            });
         }
       },
       // Keeps a statement's size bounded; two in flight let one commit while the next gathers.
@@ -80,7 +90,12 @@ export async function ingestAuditEvents(
     rows.set(id, {
       receivedAt,
       generatedId,
-      data: toAuditEventData({ ...event, id, org_id: orgId, created_at: event.created_at ? new Date(event.created_at).toISOString() : receivedIso }),
+      data: toAuditEventData({
+        ...event,
+        id,
+        org_id: orgId,
+        created_at: event.created_at ? new Date(event.created_at).toISOString() : receivedIso,
+      }),
     });
   }
 
@@ -88,10 +103,16 @@ export async function ingestAuditEvents(
   try {
     const all = [...rows.values()];
     const trace = currentTraceparent();
-    for (let i = 0; i < all.length; i += MAX_EVENTS_PER_STATEMENT) await outbox.submit({ events: all.slice(i, i + MAX_EVENTS_PER_STATEMENT), trace });
+    for (let i = 0; i < all.length; i += MAX_EVENTS_PER_STATEMENT)
+      await outbox.submit({ events: all.slice(i, i + MAX_EVENTS_PER_STATEMENT), trace });
   } catch (error) {
     if (isDatabaseUnavailable(error)) {
-      throw new AppError('unavailable', 'The event store is unavailable; nothing was recorded. Retry later.', undefined, { 'retry-after': '5' });
+      throw new AppError(
+        'unavailable',
+        'The event store is unavailable; nothing was recorded. Retry later.',
+        undefined,
+        { 'retry-after': '5' },
+      );
     }
     throw error;
   }

@@ -9,10 +9,16 @@ import { WEBHOOK_CONFIG_TTL_MS } from './tunables';
 describe('secretsValidAt', () => {
   const overlap = 86_400;
   const rotatedAt = new Date('2030-01-02T00:00:00Z');
-  const secrets = { current: 'new', previous: 'old', previousValidUntil: new Date(rotatedAt.getTime() + overlap * 1000) };
+  const secrets = {
+    current: 'new',
+    previous: 'old',
+    previousValidUntil: new Date(rotatedAt.getTime() + overlap * 1000),
+  };
 
   it('is the current secret alone when none was rotated', () => {
-    expect(secretsValidAt({ current: 'only', previous: null, previousValidUntil: null }, new Date(), overlap)).toEqual(['only']);
+    expect(secretsValidAt({ current: 'only', previous: null, previousValidUntil: null }, new Date(), overlap)).toEqual([
+      'only',
+    ]);
   });
   it('is the secret replaced later for an attempt made before the rotation', () => {
     expect(secretsValidAt(secrets, new Date(rotatedAt.getTime() - 1), overlap)).toEqual(['old']);
@@ -27,7 +33,10 @@ describe('secretsValidAt', () => {
 
 describe('RequestViews', () => {
   const box = new SecretBox(randomBytes(32).toString('base64'));
-  const webhookWith = (token: string, secretsChangedAt: Date | null = null): WebhookSecrets & { varNames: string[] } => {
+  const webhookWith = (
+    token: string,
+    secretsChangedAt: Date | null = null,
+  ): WebhookSecrets & { varNames: string[] } => {
     const id = randomUUID();
     return {
       id,
@@ -40,7 +49,14 @@ describe('RequestViews', () => {
       secretsChangedAt,
     };
   };
-  const sent = (bodyEncrypted: string, id: string, secretsVersion: string | null, createdAt = new Date()) => ({ id, createdAt, bodyEncrypted, contentType: 'application/json', secretsVersion, attemptAt: createdAt });
+  const sent = (bodyEncrypted: string, id: string, secretsVersion: string | null, createdAt = new Date()) => ({
+    id,
+    createdAt,
+    bodyEncrypted,
+    contentType: 'application/json',
+    secretsVersion,
+    attemptAt: createdAt,
+  });
 
   it('redacts a body rendered with the values the webhook holds, and withholds one rendered with others, whenever stored', () => {
     const views = new RequestViews(box);
@@ -49,7 +65,11 @@ describe('RequestViews', () => {
     const stored = sealBody(box, '{"t":"old-value"}', id, before);
     expect(views.view(before, sent(stored, id, secretsVersionOf(before)), 60).body).toBe('{"t":"[redacted]"}');
     // The value changed long before the body was stored: still rendered with the old one.
-    const changed = { ...before, varsEncrypted: box.encryptMap({ TOKEN: 'new-value' }, { column: 'webhooks.vars_encrypted', row: before.id }), secretsChangedAt: new Date(Date.now() - 3_600_000) };
+    const changed = {
+      ...before,
+      varsEncrypted: box.encryptMap({ TOKEN: 'new-value' }, { column: 'webhooks.vars_encrypted', row: before.id }),
+      secretsChangedAt: new Date(Date.now() - 3_600_000),
+    };
     expect(views.view(changed, sent(stored, id, secretsVersionOf(before)), 60).body).toBe('[redacted]');
     expect(secretsVersionOf(changed)).not.toBe(secretsVersionOf(before));
     expect(secretsVersionOf({ ...before })).toBe(secretsVersionOf(before));
@@ -61,8 +81,12 @@ describe('RequestViews', () => {
     const webhook = webhookWith('a-value', changedAt);
     const id = randomUUID();
     const legacy = sealBody(box, '{"t":"a-value"}', id, webhook);
-    expect(views.view(webhook, sent(legacy, id, null, new Date(changedAt.getTime() + WEBHOOK_CONFIG_TTL_MS)), 60).body).toBe('[redacted]');
-    expect(views.view(webhook, sent(legacy, id, null, new Date(changedAt.getTime() + WEBHOOK_CONFIG_TTL_MS + 1)), 60).body).toBe('{"t":"[redacted]"}');
+    expect(
+      views.view(webhook, sent(legacy, id, null, new Date(changedAt.getTime() + WEBHOOK_CONFIG_TTL_MS)), 60).body,
+    ).toBe('[redacted]');
+    expect(
+      views.view(webhook, sent(legacy, id, null, new Date(changedAt.getTime() + WEBHOOK_CONFIG_TTL_MS + 1)), 60).body,
+    ).toBe('{"t":"[redacted]"}');
   });
 
   it('withholds the body with its marker when redaction runs past its budget', () => {
@@ -70,6 +94,8 @@ describe('RequestViews', () => {
     const id = randomUUID();
     // Escapes of every kind, so the search goes through several decodings, each a look at the (spent) budget.
     const stored = sealBody(box, JSON.stringify({ t: 'v &amp; %41\n'.repeat(30_000) }), id, webhook);
-    expect(new RequestViews(box, 0).view(webhook, sent(stored, id, secretsVersionOf(webhook)), 60).body).toBe(REDACTION_WITHHELD);
+    expect(new RequestViews(box, 0).view(webhook, sent(stored, id, secretsVersionOf(webhook)), 60).body).toBe(
+      REDACTION_WITHHELD,
+    );
   });
 });

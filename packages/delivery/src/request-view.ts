@@ -76,7 +76,11 @@ export function secretsValidAt(
  * change of those values, which a worker may have rendered from its cached configuration.
  */
 export class RequestViews {
-  private readonly redactors = new LRUCache<string, Redactor>({ max: REDACTORS_KEPT, maxSize: REDACTOR_CHARS_KEPT, sizeCalculation: (r) => Math.max(1, r.size) });
+  private readonly redactors = new LRUCache<string, Redactor>({
+    max: REDACTORS_KEPT,
+    maxSize: REDACTOR_CHARS_KEPT,
+    sizeCalculation: (r) => Math.max(1, r.size),
+  });
 
   constructor(
     private readonly box: SecretBox,
@@ -88,11 +92,15 @@ export class RequestViews {
     const { box } = this;
     const row = webhook.id;
     const body = openBody(box, delivery.bodyEncrypted, delivery.id);
-    const custom = webhook.headersEncrypted ? box.decryptMap(webhook.headersEncrypted, { column: 'webhooks.headers_encrypted', row }) : {};
+    const custom = webhook.headersEncrypted
+      ? box.decryptMap(webhook.headersEncrypted, { column: 'webhooks.headers_encrypted', row })
+      : {};
     const secrets = secretsValidAt(
       {
         current: box.decrypt(webhook.secretEncrypted, { column: 'webhooks.secret_encrypted', row }),
-        previous: webhook.previousSecretEncrypted ? box.decrypt(webhook.previousSecretEncrypted, { column: 'webhooks.previous_secret_encrypted', row }) : null,
+        previous: webhook.previousSecretEncrypted
+          ? box.decrypt(webhook.previousSecretEncrypted, { column: 'webhooks.previous_secret_encrypted', row })
+          : null,
         previousValidUntil: webhook.previousSecretValidUntil,
       },
       delivery.attemptAt,
@@ -111,17 +119,27 @@ export class RequestViews {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(sent)) {
       // defineProperty: a custom header may be named `__proto__` (see deliveryHeaders).
-      Object.defineProperty(headers, name, { value: RESERVED_HEADERS.has(name) ? value : REDACTED, enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(headers, name, {
+        value: RESERVED_HEADERS.has(name) ? value : REDACTED,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     // The access token is added by the egress client as the request leaves; it is never kept, so never shown.
     if (webhook.auth !== undefined && webhook.auth !== null) headers.authorization = REDACTED;
     const current = secretsVersionOf(webhook);
     const renderedWithOthers =
       delivery.secretsVersion === null
-        ? webhook.secretsChangedAt !== null && delivery.createdAt.getTime() <= webhook.secretsChangedAt.getTime() + WEBHOOK_CONFIG_TTL_MS
+        ? webhook.secretsChangedAt !== null &&
+          delivery.createdAt.getTime() <= webhook.secretsChangedAt.getTime() + WEBHOOK_CONFIG_TTL_MS
         : delivery.secretsVersion !== current;
     if (renderedWithOthers) return { content_type: contentType, headers, body: REDACTED };
-    return { content_type: contentType, headers, body: this.redactorOf(webhook, current, custom).redact(body, threadClock.deadline(this.budgetMs)) };
+    return {
+      content_type: contentType,
+      headers,
+      body: this.redactorOf(webhook, current, custom).redact(body, threadClock.deadline(this.budgetMs)),
+    };
   }
 
   /** The redactor of a version of a webhook's values, made once per version. */
@@ -129,7 +147,9 @@ export class RequestViews {
     const key = `${webhook.id}:${version}`;
     let redactor = this.redactors.get(key);
     if (!redactor) {
-      const vars = webhook.varsEncrypted ? this.box.decryptMap(webhook.varsEncrypted, { column: 'webhooks.vars_encrypted', row: webhook.id }) : {};
+      const vars = webhook.varsEncrypted
+        ? this.box.decryptMap(webhook.varsEncrypted, { column: 'webhooks.vars_encrypted', row: webhook.id })
+        : {};
       redactor = new Redactor([...Object.values(vars), ...Object.values(custom)]);
       this.redactors.set(key, redactor);
     }

@@ -37,7 +37,9 @@ const stored: StoredWebhook = {
   previousSecretValidUntil: null,
   activeSince: new Date('2026-01-01T00:00:00.000Z'),
   clientCertificateEncrypted: null,
-  rateLimitPerSecond: null, auth: null, authSecretEncrypted: null,
+  rateLimitPerSecond: null,
+  auth: null,
+  authSecretEncrypted: null,
 };
 
 describe('LiveWebhooks', () => {
@@ -54,7 +56,10 @@ describe('LiveWebhooks', () => {
     const paused = live.of({ ...stored, status: 'paused' });
     expect(paused).not.toBe(first);
     expect(paused.status).toBe('paused');
-    const rotated = live.of({ ...stored, secretEncrypted: box.encrypt('whsec_bmV3', place('webhooks.secret_encrypted')) });
+    const rotated = live.of({
+      ...stored,
+      secretEncrypted: box.encrypt('whsec_bmV3', place('webhooks.secret_encrypted')),
+    });
     expect(rotated.secret).toBe('whsec_bmV3');
     expect(first.secret).toBe('whsec_dGVzdA==');
   });
@@ -86,7 +91,13 @@ describe('WebhookConfigs', () => {
     const ids = Array.from({ length: count }, () => randomUUID());
     await db.webhook.createMany({
       data: ids.map((id, i) => ({
-        id, orgId, name: `hook ${i}`, events: ['*'], varNames: [], headerNames: [], urlMask: 'https://receiver.example/…',
+        id,
+        orgId,
+        name: `hook ${i}`,
+        events: ['*'],
+        varNames: [],
+        headerNames: [],
+        urlMask: 'https://receiver.example/…',
         urlEncrypted: box.encrypt(`https://receiver.example/${i}`, { column: 'webhooks.url_encrypted', row: id }),
         secretEncrypted: box.encrypt('whsec_dGVzdA==', { column: 'webhooks.secret_encrypted', row: id }),
         activeSince: new Date('2026-01-01T00:00:00.000Z'),

@@ -67,7 +67,10 @@ function compileCondition(webhook: StoredWebhook, logger?: Logger): (event: Audi
   if (webhook.condition.trim() === '') return MATCH_ALL;
   const compiled = compileEventCondition(webhook.condition, webhook.events);
   if (!compiled.ok) {
-    logger?.warn({ webhookId: webhook.id, issues: compiled.issues.map((i) => i.message) }, 'stored condition no longer compiles; the webhook matches nothing until it is fixed');
+    logger?.warn(
+      { webhookId: webhook.id, issues: compiled.issues.map((i) => i.message) },
+      'stored condition no longer compiles; the webhook matches nothing until it is fixed',
+    );
     return () => false;
   }
   const condition: CompiledCondition = compiled.condition;
@@ -92,12 +95,18 @@ export function toLiveWebhook(stored: VersionedWebhook, box: SecretBox, logger?:
     const row = stored.id;
     url = box.decrypt(stored.urlEncrypted, { column: 'webhooks.url_encrypted', row });
     origin = new URL(url).origin;
-    headers = stored.headersEncrypted ? box.decryptMap(stored.headersEncrypted, { column: 'webhooks.headers_encrypted', row }) : {};
+    headers = stored.headersEncrypted
+      ? box.decryptMap(stored.headersEncrypted, { column: 'webhooks.headers_encrypted', row })
+      : {};
     vars = stored.varsEncrypted ? box.decryptMap(stored.varsEncrypted, { column: 'webhooks.vars_encrypted', row }) : {};
     secret = box.decrypt(stored.secretEncrypted, { column: 'webhooks.secret_encrypted', row });
-    previousSecret = stored.previousSecretEncrypted ? box.decrypt(stored.previousSecretEncrypted, { column: 'webhooks.previous_secret_encrypted', row }) : null;
+    previousSecret = stored.previousSecretEncrypted
+      ? box.decrypt(stored.previousSecretEncrypted, { column: 'webhooks.previous_secret_encrypted', row })
+      : null;
     if (stored.clientCertificateEncrypted) {
-      const { cert, key } = JSON.parse(box.decrypt(stored.clientCertificateEncrypted, { column: 'webhooks.client_certificate_encrypted', row })) as ClientCertificate;
+      const { cert, key } = JSON.parse(
+        box.decrypt(stored.clientCertificateEncrypted, { column: 'webhooks.client_certificate_encrypted', row }),
+      ) as ClientCertificate;
       clientCertificate = { cert, key };
     }
     if (stored.auth && stored.authSecretEncrypted) {
@@ -107,7 +116,10 @@ export function toLiveWebhook(stored: VersionedWebhook, box: SecretBox, logger?:
       destinationAuth = { ...stored.auth, secret, cacheKey };
     }
   } catch {
-    unreadable = deliveryError('secret_unreadable', 'a stored secret of this webhook cannot be decrypted with the configured keys');
+    unreadable = deliveryError(
+      'secret_unreadable',
+      'a stored secret of this webhook cannot be decrypted with the configured keys',
+    );
   }
   let template: Template | Error | null = null;
   if (stored.template.trim() !== '') {
@@ -201,7 +213,8 @@ async function loadLive(pool: Pool, live: LiveWebhooks, orgId: string): Promise<
     else unknown.push(id);
   }
   if (unknown.length > 0) {
-    for (const { webhook, version } of await loadWebhookVersions(pool, orgId, unknown)) found.set(webhook.id, live.of({ ...webhook, version: `${webhook.id}:${version}` }));
+    for (const { webhook, version } of await loadWebhookVersions(pool, orgId, unknown))
+      found.set(webhook.id, live.of({ ...webhook, version: `${webhook.id}:${version}` }));
   }
   // In the order of the first read; a webhook deleted between the two reads is left out.
   return versions.flatMap(({ id }) => found.get(id) ?? []);

@@ -197,11 +197,23 @@ describe('checkDestinationUrl accepts', () => {
     ['https://100.128.0.1/', '100.128.0.1', ['100.128.0.1']],
     ['https://172.15.255.255/', '172.15.255.255', ['172.15.255.255']],
     ['https://172.32.0.1/', '172.32.0.1', ['172.32.0.1']],
-    ['https://public.example.com/hook', 'public.example.com', ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c']],
+    [
+      'https://public.example.com/hook',
+      'public.example.com',
+      ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'],
+    ],
     // Userinfo may carry the receiver's credentials
-    ['https://user:pass@public.example.com/hook', 'public.example.com', ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c']],
+    [
+      'https://user:pass@public.example.com/hook',
+      'public.example.com',
+      ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'],
+    ],
   ])('%s', async (url, host, addresses) => {
-    await expect(checkDestinationUrl(url, { allow: none, lookup: resolver })).resolves.toEqual({ ok: true, host, addresses });
+    await expect(checkDestinationUrl(url, { allow: none, lookup: resolver })).resolves.toEqual({
+      ok: true,
+      host,
+      addresses,
+    });
   });
 
   it('does not resolve IP literals or names refused by suffix', async () => {
@@ -260,7 +272,9 @@ describe('allow list', () => {
 
   it('exempts resolved addresses too, but not local names', async () => {
     const lookup = fakeLookup({ 'receiver.example.com': ['127.0.0.1'] });
-    await expect(checkDestinationUrl('https://receiver.example.com/', { allow, lookup })).resolves.toMatchObject({ ok: true });
+    await expect(checkDestinationUrl('https://receiver.example.com/', { allow, lookup })).resolves.toMatchObject({
+      ok: true,
+    });
     await expect(checkDestinationUrl('https://localhost/', { allow, lookup })).resolves.toMatchObject({ ok: false });
   });
 
@@ -299,7 +313,10 @@ describe('classifyAddress', () => {
   });
 
   it('finds the first blocked address of a list', () => {
-    expect(findBlockedAddress(['8.8.8.8', '10.1.2.3', '127.0.0.1'], none)).toEqual({ address: '10.1.2.3', range: 'private' });
+    expect(findBlockedAddress(['8.8.8.8', '10.1.2.3', '127.0.0.1'], none)).toEqual({
+      address: '10.1.2.3',
+      range: 'private',
+    });
     expect(findBlockedAddress(['8.8.8.8'], none)).toBeNull();
   });
 });
@@ -316,10 +333,15 @@ describe('parseCidrList', () => {
     expect(parseCidrList('  ')).toEqual([]);
   });
 
-  it.each([['127.0.0.1'], ['127.0.0.1/33'], ['::1/129'], ['localhost/32'], ['0x7f.1/32'], ['127.0.0.1/'], ['10.0.0.0/8/8']])(
-    'throws a readable error on %s',
-    (entry) => {
-      expect(() => parseCidrList(`10.0.0.0/8,${entry}`)).toThrow(`invalid CIDR "${entry}"`);
-    },
-  );
+  it.each([
+    ['127.0.0.1'],
+    ['127.0.0.1/33'],
+    ['::1/129'],
+    ['localhost/32'],
+    ['0x7f.1/32'],
+    ['127.0.0.1/'],
+    ['10.0.0.0/8/8'],
+  ])('throws a readable error on %s', (entry) => {
+    expect(() => parseCidrList(`10.0.0.0/8,${entry}`)).toThrow(`invalid CIDR "${entry}"`);
+  });
 });

@@ -122,7 +122,9 @@ export function parseCidrList(list: string): CidrList {
       const slash = text.indexOf('/');
       const address = slash === -1 ? '' : text.slice(0, slash);
       if (isIP(address) === 0 || !ipaddr.isValidCIDR(text)) {
-        throw new Error(`invalid CIDR "${text}" in allow list: expected an address and a prefix length, e.g. 127.0.0.1/32`);
+        throw new Error(
+          `invalid CIDR "${text}" in allow list: expected an address and a prefix length, e.g. 127.0.0.1/32`,
+        );
       }
       const [network, prefix] = ipaddr.parseCIDR(text);
       return { text, network, prefix };
@@ -155,7 +157,10 @@ export function classifyAddress(ip: string, allow: CidrList = []): AddressVerdic
 }
 
 /** Returns the first address of the list the policy refuses, with its range, or null when all pass. */
-export function findBlockedAddress(addresses: readonly string[], allow: CidrList): { address: string; range: string } | null {
+export function findBlockedAddress(
+  addresses: readonly string[],
+  allow: CidrList,
+): { address: string; range: string } | null {
   for (const address of addresses) {
     const verdict = classifyAddress(address, allow);
     if (!verdict.allowed) return { address, range: verdict.range };
@@ -216,14 +221,22 @@ export async function checkDestinationUrl(
     addresses = await (opts.lookup ?? systemLookup)(host);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException | null)?.code;
-    return { ok: false, reason: 'dns_error', message: `the host name could not be resolved${code ? ` (${code})` : ''}` };
+    return {
+      ok: false,
+      reason: 'dns_error',
+      message: `the host name could not be resolved${code ? ` (${code})` : ''}`,
+    };
   }
   if (addresses.length === 0) {
     return { ok: false, reason: 'dns_error', message: 'the host name resolves to no address' };
   }
   const blocked = findBlockedAddress(addresses, opts.allow);
   if (blocked !== null) {
-    return { ok: false, reason: 'blocked_address', message: `the host name resolves to an address that is not public (${blocked.range})` };
+    return {
+      ok: false,
+      reason: 'blocked_address',
+      message: `the host name resolves to an address that is not public (${blocked.range})`,
+    };
   }
   return { ok: true, host, addresses };
 }

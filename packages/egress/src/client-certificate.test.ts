@@ -22,19 +22,28 @@ let url: string;
 const seen: (string | null)[] = [];
 
 function client(overrides: Partial<EgressClientOptions> = {}): EgressClient {
-  const created = createEgressClient({ allow: parseCidrList('127.0.0.1/32'), extraCaPem: pki.caPem, timeoutMs: 3_000, userAgent: 'test', ...overrides });
+  const created = createEgressClient({
+    allow: parseCidrList('127.0.0.1/32'),
+    extraCaPem: pki.caPem,
+    timeoutMs: 3_000,
+    userAgent: 'test',
+    ...overrides,
+  });
   clients.push(created);
   return created;
 }
 
 beforeAll(async () => {
   // A receiver that requires a client certificate of the trusted CA and records whose it was.
-  receiver = createServer({ key: pki.keyPem, cert: pki.certPem, ca: trusted.caPem, requestCert: true, rejectUnauthorized: true }, (req, res) => {
-    const peer = (req.socket as TLSSocket).getPeerCertificate();
-    seen.push(typeof peer.subject?.CN === 'string' ? peer.subject.CN : null);
-    req.resume();
-    req.on('end', () => res.end('hello'));
-  });
+  receiver = createServer(
+    { key: pki.keyPem, cert: pki.certPem, ca: trusted.caPem, requestCert: true, rejectUnauthorized: true },
+    (req, res) => {
+      const peer = (req.socket as TLSSocket).getPeerCertificate();
+      seen.push(typeof peer.subject?.CN === 'string' ? peer.subject.CN : null);
+      req.resume();
+      req.on('end', () => res.end('hello'));
+    },
+  );
   receiver.on('tlsClientError', () => undefined);
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   url = `https://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
@@ -60,7 +69,11 @@ describe('mTLS', () => {
   });
 
   it('is refused with a certificate of another CA', async () => {
-    const result = await client().send({ url, ...post, clientCertificate: { cert: foreign.certPem, key: foreign.keyPem } });
+    const result = await client().send({
+      url,
+      ...post,
+      clientCertificate: { cert: foreign.certPem, key: foreign.keyPem },
+    });
     expect(result.statusCode).toBe(0);
     expect(['tls_error', 'connection_reset']).toContain(result.error);
   });
@@ -68,17 +81,27 @@ describe('mTLS', () => {
   it('never shares a connection between certificates, or with requests that present none', async () => {
     const c = client();
     const count = seen.length;
-    expect((await c.send({ url, ...post, clientCertificate: { cert: good.certPem, key: good.keyPem } })).statusCode).toBe(200);
-    expect((await c.send({ url, ...post, clientCertificate: { cert: other.certPem, key: other.keyPem } })).statusCode).toBe(200);
+    expect(
+      (await c.send({ url, ...post, clientCertificate: { cert: good.certPem, key: good.keyPem } })).statusCode,
+    ).toBe(200);
+    expect(
+      (await c.send({ url, ...post, clientCertificate: { cert: other.certPem, key: other.keyPem } })).statusCode,
+    ).toBe(200);
     // A kept-alive connection of webhook-a would have let this one through.
     expect((await c.send({ url, ...post })).statusCode).toBe(0);
-    expect((await c.send({ url, ...post, clientCertificate: { cert: good.certPem, key: good.keyPem } })).statusCode).toBe(200);
+    expect(
+      (await c.send({ url, ...post, clientCertificate: { cert: good.certPem, key: good.keyPem } })).statusCode,
+    ).toBe(200);
     expect(seen.slice(count)).toEqual(['webhook-a', 'webhook-b', 'webhook-a']);
   });
 
   it('presents it through the CONNECT proxy too', async () => {
     const proxy = await startProxy();
-    const result = await client({ proxyUrl: proxy.url }).send({ url, ...post, clientCertificate: { cert: good.certPem, key: good.keyPem } });
+    const result = await client({ proxyUrl: proxy.url }).send({
+      url,
+      ...post,
+      clientCertificate: { cert: good.certPem, key: good.keyPem },
+    });
     expect(result).toMatchObject({ statusCode: 200, error: null });
     expect(proxy.requests).toHaveLength(1);
     await proxy.close();
@@ -90,7 +113,10 @@ describe('inspectClientCertificate', () => {
     const checked = inspectClientCertificate({ cert: good.certPem, key: good.keyPem });
     expect(checked).toEqual({
       ok: true,
-      summary: { fingerprintSha256: new X509Certificate(good.certPem).fingerprint256, notAfter: new Date(new X509Certificate(good.certPem).validTo) },
+      summary: {
+        fingerprintSha256: new X509Certificate(good.certPem).fingerprint256,
+        notAfter: new Date(new X509Certificate(good.certPem).validTo),
+      },
     });
   });
 
@@ -99,23 +125,48 @@ describe('inspectClientCertificate', () => {
   });
 
   it('refuses what does not parse', () => {
-    expect(inspectClientCertificate({ cert: 'hello', key: good.keyPem })).toMatchObject({ ok: false, message: expect.stringContaining('not a PEM certificate') });
-    expect(inspectClientCertificate({ cert: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----', key: good.keyPem })).toMatchObject({ ok: false });
-    expect(inspectClientCertificate({ cert: good.certPem, key: 'nope' })).toMatchObject({ ok: false, message: expect.stringContaining('key does not parse') });
+    expect(inspectClientCertificate({ cert: 'hello', key: good.keyPem })).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('not a PEM certificate'),
+    });
+    expect(
+      inspectClientCertificate({
+        cert: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----',
+        key: good.keyPem,
+      }),
+    ).toMatchObject({ ok: false });
+    expect(inspectClientCertificate({ cert: good.certPem, key: 'nope' })).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('key does not parse'),
+    });
   });
 
   it('refuses a key that does not match', () => {
-    expect(inspectClientCertificate({ cert: good.certPem, key: other.keyPem })).toEqual({ ok: false, message: 'key does not match the certificate' });
+    expect(inspectClientCertificate({ cert: good.certPem, key: other.keyPem })).toEqual({
+      ok: false,
+      message: 'key does not match the certificate',
+    });
   });
 
   it('refuses an expired certificate', () => {
-    const old = trusted.issue({ notBefore: new Date(Date.now() - 10 * 86_400_000), notAfter: new Date(Date.now() - 86_400_000) });
-    expect(inspectClientCertificate({ cert: old.certPem, key: old.keyPem })).toMatchObject({ ok: false, message: expect.stringContaining('expired') });
+    const old = trusted.issue({
+      notBefore: new Date(Date.now() - 10 * 86_400_000),
+      notAfter: new Date(Date.now() - 86_400_000),
+    });
+    expect(inspectClientCertificate({ cert: old.certPem, key: old.keyPem })).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('expired'),
+    });
   });
 
   it('refuses an encrypted key', () => {
-    const encrypted = createPrivateKey(good.keyPem).export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'pw' }).toString();
-    expect(inspectClientCertificate({ cert: good.certPem, key: encrypted })).toMatchObject({ ok: false, message: expect.stringContaining('encrypted keys') });
+    const encrypted = createPrivateKey(good.keyPem)
+      .export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'pw' })
+      .toString();
+    expect(inspectClientCertificate({ cert: good.certPem, key: encrypted })).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('encrypted keys'),
+    });
   });
 
   it.each([
@@ -135,13 +186,21 @@ describe('inspectClientCertificate', () => {
     ['RSA 1024', ['rsa:1024'], /RSA key of 1024 bits/],
     ['RSA 4160', ['rsa:4160'], /RSA key of 4160 bits/],
   ])('refuses a %s key, naming the certificate', (_name, newkey, message) => {
-    expect(inspectClientCertificate(selfSignedWithKey(...newkey))).toEqual({ ok: false, field: 'cert', message: expect.stringMatching(message) });
+    expect(inspectClientCertificate(selfSignedWithKey(...newkey))).toEqual({
+      ok: false,
+      field: 'cert',
+      message: expect.stringMatching(message),
+    });
   });
 
   it('refuses a private key of another type than allowed, naming the key', () => {
     const p256 = selfSignedWithKey('ec', '-pkeyopt', 'ec_paramgen_curve:P-256');
     const ed448 = selfSignedWithKey('ed448');
-    expect(inspectClientCertificate({ cert: p256.cert, key: ed448.key })).toEqual({ ok: false, field: 'key', message: expect.stringMatching(/type ed448 is not supported/) });
+    expect(inspectClientCertificate({ cert: p256.cert, key: ed448.key })).toEqual({
+      ok: false,
+      field: 'key',
+      message: expect.stringMatching(/type ed448 is not supported/),
+    });
   });
 
   it('keys pools by certificate and key together', () => {

@@ -18,7 +18,8 @@ export interface ClientCertificateSummary {
  * A refusal names what was at fault when it is one of the two PEMs (`field`), so the API can name
  * `client_certificate.cert` or `client_certificate.key`; a refusal of the pair as a whole has no `field`.
  */
-export type ClientCertificateCheck = { ok: true; summary: ClientCertificateSummary } | { ok: false; message: string; field?: 'cert' | 'key' };
+export type ClientCertificateCheck =
+  { ok: true; summary: ClientCertificateSummary } | { ok: false; message: string; field?: 'cert' | 'key' };
 
 /**
  * The keys a client certificate and its key may have: what receivers' TLS stacks accept everywhere, at a bounded
@@ -74,13 +75,17 @@ export function inspectClientCertificate(input: ClientCertificate, now = new Dat
   try {
     key = createPrivateKey({ key: input.key, format: 'pem' });
   } catch {
-    return { ok: false, message: 'key does not parse as an unencrypted PEM private key (encrypted keys are not supported)' };
+    return {
+      ok: false,
+      message: 'key does not parse as an unencrypted PEM private key (encrypted keys are not supported)',
+    };
   }
   const keyRefused = clientKeyRefusal(key);
   if (keyRefused !== null) return { ok: false, field: 'key', message: keyRefused };
   if (!leaf.checkPrivateKey(key)) return { ok: false, message: 'key does not match the certificate' };
   const notAfter = new Date(leaf.validTo);
-  if (!(notAfter.getTime() > now.getTime())) return { ok: false, message: `the certificate expired on ${notAfter.toISOString()}` };
+  if (!(notAfter.getTime() > now.getTime()))
+    return { ok: false, message: `the certificate expired on ${notAfter.toISOString()}` };
   try {
     tls.createSecureContext({ cert: input.cert, key: input.key });
   } catch {

@@ -123,7 +123,9 @@ beforeAll(async () => {
         res.writeHead(307, { location: '/ok' }).end();
         break;
       case '/binary':
-        res.writeHead(200, { 'content-type': 'image/gif' }).end(Buffer.from([0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 0, 0, 0xff, 0xd8, 0x00, 0x01]));
+        res
+          .writeHead(200, { 'content-type': 'image/gif' })
+          .end(Buffer.from([0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 0, 0, 0xff, 0xd8, 0x00, 0x01]));
         break;
       case '/utf8':
         // 1 + 2 × 600 bytes: byte 1024 falls inside a two-byte character
@@ -147,7 +149,12 @@ describe('responses', () => {
       headers: { ...post.headers, 'webhook-id': 'msg_1', 'user-agent': 'spoofed' },
       body: post.body,
     });
-    expect(result).toMatchObject({ statusCode: 200, error: null, responseSnippet: '{"received":true}', retryAfter: null });
+    expect(result).toMatchObject({
+      statusCode: 200,
+      error: null,
+      responseSnippet: '{"received":true}',
+      retryAfter: null,
+    });
     expect(result.durationMs).toBeGreaterThanOrEqual(0);
     expect(result.headers?.['content-type']).toBe('application/json');
     const seen = receiver.requests.find((r) => r.headers['webhook-id'] === 'msg_1');
@@ -172,7 +179,12 @@ describe('responses', () => {
 
   it('surfaces Retry-After of a 429 raw', async () => {
     const result = await client().send({ url: `${receiver.origin}/429`, ...post });
-    expect(result).toMatchObject({ statusCode: 429, error: 'http_429', retryAfter: '120', responseSnippet: 'slow down' });
+    expect(result).toMatchObject({
+      statusCode: 429,
+      error: 'http_429',
+      retryAfter: '120',
+      responseSnippet: 'slow down',
+    });
   });
 
   it('surfaces an HTTP-date Retry-After unparsed', async () => {
@@ -303,7 +315,14 @@ describe('transport failures', () => {
     // Control: the receiver does serve a client that accepts TLS 1.1, so the refusal below is ours.
     const protocol = await new Promise<string | null>((resolve, reject) => {
       const socket = tls.connect(
-        { host: '127.0.0.1', port: legacy.port, ca: pki.caPem, servername: 'localhost', ...legacyOptions, maxVersion: 'TLSv1.3' },
+        {
+          host: '127.0.0.1',
+          port: legacy.port,
+          ca: pki.caPem,
+          servername: 'localhost',
+          ...legacyOptions,
+          maxVersion: 'TLSv1.3',
+        },
         () => {
           resolve(socket.getProtocol());
           socket.destroy();

@@ -131,7 +131,16 @@ const CERT_VERIFY_CODES = new Set([
   'HOSTNAME_MISMATCH',
 ]);
 
-const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NODATA', 'EAI_NONAME', 'ENODATA', 'ESERVFAIL', 'ENONAME']);
+const DNS_CODES = new Set([
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_FAIL',
+  'EAI_NODATA',
+  'EAI_NONAME',
+  'ENODATA',
+  'ESERVFAIL',
+  'ENONAME',
+]);
 
 /** Maps a transport failure to the attempt's error code; codes carry no URL by construction. */
 export function transportErrorCode(error: unknown): SendErrorCode {
@@ -170,7 +179,12 @@ function lookupFamily(options: LookupOptions): 0 | 4 | 6 {
  * Resolves a host once and refuses it if any answer is non-public; returns only the addresses it checked (in the
  * resolver's order), of `family` when one is asked for. An IP literal is checked as it is.
  */
-async function resolveChecked(host: string, allow: CidrList, resolve: HostLookup, family: 0 | 4 | 6 = 0): Promise<string[]> {
+async function resolveChecked(
+  host: string,
+  allow: CidrList,
+  resolve: HostLookup,
+  family: 0 | 4 | 6 = 0,
+): Promise<string[]> {
   const resolved = isIP(host) === 0 ? await resolve(host) : [host];
   const blocked = findBlockedAddress(resolved, allow);
   if (blocked !== null) throw errnoError(BLOCKED_CODE, `destination address is not public (${blocked.range})`);
@@ -216,7 +230,12 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
   const retired = new Set<Agent>();
 
   function createPool(secureContext: tls.SecureContext): Pool {
-    const agentOptions = { keepAlive: true, maxSockets: opts.maxSocketsPerOrigin ?? DEFAULT_MAX_SOCKETS_PER_ORIGIN, timeout: IDLE_SOCKET_MS, secureContext };
+    const agentOptions = {
+      keepAlive: true,
+      maxSockets: opts.maxSocketsPerOrigin ?? DEFAULT_MAX_SOCKETS_PER_ORIGIN,
+      timeout: IDLE_SOCKET_MS,
+      secureContext,
+    };
     const agent = proxy
       ? new TunnelAgent(agentOptions, {
           proxy,
@@ -241,7 +260,12 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
       dnsLookup,
       enableUnixSockets: false,
       request: (url: URL, native: RequestOptions) =>
-        httpsRequest(url, { method: native.method, headers: native.headers, agent: native.agent, lookup: native.lookup }),
+        httpsRequest(url, {
+          method: native.method,
+          headers: native.headers,
+          agent: native.agent,
+          lookup: native.lookup,
+        }),
     });
     return { agent, http };
   }
@@ -271,7 +295,9 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
     }
     let pool = certified.get(identity);
     if (pool === undefined) {
-      pool = createPool(tls.createSecureContext({ minVersion: 'TLSv1.2', ...ca, cert: certificate.cert, key: certificate.key }));
+      pool = createPool(
+        tls.createSecureContext({ minVersion: 'TLSv1.2', ...ca, cert: certificate.cert, key: certificate.key }),
+      );
       certified.set(identity, pool);
     }
     return pool;
@@ -282,7 +308,11 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
    * One POST: its result, and the first `keepBytes` of the response body as received. `timeoutMs` narrows the
    * client's timeout for this request only.
    */
-  async function transmit(req: SendRequest, keepBytes: number, timeoutMs?: number): Promise<{ result: SendResult; kept: Buffer }> {
+  async function transmit(
+    req: SendRequest,
+    keepBytes: number,
+    timeoutMs?: number,
+  ): Promise<{ result: SendResult; kept: Buffer }> {
     if (closed) throw new Error('egress client is closed');
     const started = performance.now();
     const result = (statusCode: number, error: SendErrorCode | null, response?: Response, snippet = ''): SendResult => {
@@ -306,13 +336,18 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
     if (url.protocol !== 'https:') return { result: result(0, 'not_https'), kept: Buffer.alloc(0) };
     // Sockets skip the lookup for IP literals, so those are checked here instead.
     const host = hostOf(url);
-    if (isIP(host) !== 0 && !classifyAddress(host, opts.allow).allowed) return { result: result(0, 'blocked_address'), kept: Buffer.alloc(0) };
+    if (isIP(host) !== 0 && !classifyAddress(host, opts.allow).allowed)
+      return { result: result(0, 'blocked_address'), kept: Buffer.alloc(0) };
 
     return new Promise<{ result: SendResult; kept: Buffer }>((resolve) => {
       let stream: ReturnType<Got['stream']>;
       try {
         const timeout = timeoutMs === undefined ? {} : { timeout: { request: timeoutMs } };
-        stream = poolFor(req.clientCertificate).http.stream.post(url, { headers: { ...req.headers, 'user-agent': opts.userAgent }, body: req.body, ...timeout });
+        stream = poolFor(req.clientCertificate).http.stream.post(url, {
+          headers: { ...req.headers, 'user-agent': opts.userAgent },
+          body: req.body,
+          ...timeout,
+        });
       } catch {
         // A stored certificate that no longer makes a TLS context (checked on save, so this should not occur).
         resolve({ result: result(0, 'tls_error'), kept: Buffer.alloc(0) });
@@ -357,7 +392,12 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
   // and their whole answer (up to MAX_RESPONSE_BYTES) is read.
   const tokens = new DestinationTokens(async (request) => {
     const { result, kept } = await transmit(request, MAX_RESPONSE_BYTES);
-    return { statusCode: result.statusCode, error: result.error, ...(result.headers ? { headers: result.headers } : {}), body: kept };
+    return {
+      statusCode: result.statusCode,
+      error: result.error,
+      ...(result.headers ? { headers: result.headers } : {}),
+      body: kept,
+    };
   }, opts.onTokenFetch);
 
   /**
@@ -370,10 +410,17 @@ export function createEgressClient(opts: EgressClientOptions): EgressClient {
     const token = await tokens.token(req.auth);
     const waitedMs = performance.now() - started;
     if (!token.ok) {
-      return { statusCode: 0, error: `auth_failed: ${token.reason}`, durationMs: Math.round(waitedMs), responseSnippet: '', retryAfter: null };
+      return {
+        statusCode: 0,
+        error: `auth_failed: ${token.reason}`,
+        durationMs: Math.round(waitedMs),
+        responseSnippet: '',
+        retryAfter: null,
+      };
     }
     const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(req.headers)) if (name.toLowerCase() !== 'authorization') headers[name] = value;
+    for (const [name, value] of Object.entries(req.headers))
+      if (name.toLowerCase() !== 'authorization') headers[name] = value;
     headers.authorization = `Bearer ${token.accessToken}`;
     // A fetched token took part of the attempt's time; the receiver has the rest of it.
     const remaining = token.fetched ? Math.max(1, Math.round(opts.timeoutMs - waitedMs)) : undefined;

@@ -18,19 +18,34 @@ function leafFor(ca: DevelopmentCa, name: string): { certPem: string; keyPem: st
   cert.validity.notAfter = new Date(Date.now() + 86_400_000);
   cert.setSubject([{ name: 'commonName', value: name }]);
   cert.setIssuer(forge.pki.certificateFromPem(ca.certPem).subject.attributes);
-  cert.setExtensions([{ name: 'subjectAltName', altNames: [{ type: 2, value: name }] }, { name: 'extKeyUsage', serverAuth: true }]);
+  cert.setExtensions([
+    { name: 'subjectAltName', altNames: [{ type: 2, value: name }] },
+    { name: 'extKeyUsage', serverAuth: true },
+  ]);
   cert.sign(forge.pki.privateKeyFromPem(ca.keyPem), forge.md.sha256.create());
-  return { certPem: forge.pki.certificateToPem(cert), keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
+  return {
+    certPem: forge.pki.certificateToPem(cert),
+    keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  };
 }
 
 /** Whether a TLS client that trusts the CA accepts `leaf` for `servername` (OpenSSL's chain verification). */
-async function trusted(ca: DevelopmentCa, leaf: { certPem: string; keyPem: string }, servername: string): Promise<string | true> {
+async function trusted(
+  ca: DevelopmentCa,
+  leaf: { certPem: string; keyPem: string },
+  servername: string,
+): Promise<string | true> {
   const server = tls.createServer({ cert: leaf.certPem, key: leaf.keyPem }, (socket) => socket.end());
   server.on('tlsClientError', () => undefined);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   try {
-    const socket = tls.connect({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, servername, ca: ca.certPem });
+    const socket = tls.connect({
+      host: '127.0.0.1',
+      port: (server.address() as AddressInfo).port,
+      servername,
+      ca: ca.certPem,
+    });
     const outcome = await new Promise<string | true>((resolve) => {
       socket.once('secureConnect', () => resolve(true));
       socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.message));
@@ -57,14 +72,26 @@ describe('development CA', () => {
 
   it('development start-up admits loopback and trusts the CA, unless already set; any other NODE_ENV adds nothing', () => {
     const dir = freshDir();
-    expect(developmentEgressEnv({ NODE_ENV: 'development' }, dir)).toEqual({ EGRESS_ALLOW_CIDRS: '127.0.0.1/32', EGRESS_EXTRA_CA_FILE: path.join(dir, 'ca.pem') });
-    expect(developmentEgressEnv({ NODE_ENV: 'development', EGRESS_ALLOW_CIDRS: '10.0.0.0/8', EGRESS_EXTRA_CA_FILE: '/mine.pem' }, dir)).toEqual({});
-    for (const NODE_ENV of ['production', 'test', undefined]) expect(developmentEgressEnv({ NODE_ENV }, freshDir())).toEqual({});
+    expect(developmentEgressEnv({ NODE_ENV: 'development' }, dir)).toEqual({
+      EGRESS_ALLOW_CIDRS: '127.0.0.1/32',
+      EGRESS_EXTRA_CA_FILE: path.join(dir, 'ca.pem'),
+    });
+    expect(
+      developmentEgressEnv(
+        { NODE_ENV: 'development', EGRESS_ALLOW_CIDRS: '10.0.0.0/8', EGRESS_EXTRA_CA_FILE: '/mine.pem' },
+        dir,
+      ),
+    ).toEqual({});
+    for (const NODE_ENV of ['production', 'test', undefined])
+      expect(developmentEgressEnv({ NODE_ENV }, freshDir())).toEqual({});
   });
 
   it('is name-constrained to localhost, 127.0.0.1 and ::1: a certificate it signs for another name is refused', async () => {
     const ca = ensureDevelopmentCa(freshDir());
-    const constraints = forge.pki.certificateFromPem(ca.certPem).getExtension('nameConstraints') as { critical: boolean; permittedSubtrees: { type: number; value?: string; ip?: string }[] };
+    const constraints = forge.pki.certificateFromPem(ca.certPem).getExtension('nameConstraints') as {
+      critical: boolean;
+      permittedSubtrees: { type: number; value?: string; ip?: string }[];
+    };
     expect(constraints.critical).toBe(true);
     expect(constraints.permittedSubtrees.map((t) => t.type)).toEqual([2, 7, 7]);
     expect(await trusted(ca, issueLocalCertificate(ca), 'localhost')).toBe(true);
@@ -78,7 +105,10 @@ describe('development CA', () => {
     // An older CA: same files, no constraints.
     const keys = forge.pki.privateKeyFromPem(ca.keyPem);
     const old = forge.pki.createCertificate();
-    old.publicKey = forge.pki.setRsaPublicKey((keys as forge.pki.rsa.PrivateKey).n, (keys as forge.pki.rsa.PrivateKey).e);
+    old.publicKey = forge.pki.setRsaPublicKey(
+      (keys as forge.pki.rsa.PrivateKey).n,
+      (keys as forge.pki.rsa.PrivateKey).e,
+    );
     old.serialNumber = '01';
     old.validity.notBefore = new Date(Date.now() - 60_000);
     old.validity.notAfter = new Date(Date.now() + 365 * 86_400_000);

@@ -54,17 +54,24 @@ export const DEVELOPMENT_CA_NAMES = { dns: ['localhost'], ip: ['127.0.0.1', '::1
 function thisMachineOnly(): { id: string; critical: boolean; value: forge.asn1.Asn1 } {
   const { asn1 } = forge;
   const subtree = (tag: number, bytes: string) =>
-    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [asn1.create(asn1.Class.CONTEXT_SPECIFIC, tag, false, bytes)]);
+    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
+      asn1.create(asn1.Class.CONTEXT_SPECIFIC, tag, false, bytes),
+    ]);
   // An iPAddress constraint is the address followed by its mask: one address alone.
   const single = (ip: string) => {
     const address = ipaddr.parse(ip).toByteArray();
     return String.fromCharCode(...address, ...address.map(() => 0xff));
   };
-  const permitted = [...DEVELOPMENT_CA_NAMES.dns.map((name) => subtree(2, name)), ...DEVELOPMENT_CA_NAMES.ip.map((ip) => subtree(7, single(ip)))];
+  const permitted = [
+    ...DEVELOPMENT_CA_NAMES.dns.map((name) => subtree(2, name)),
+    ...DEVELOPMENT_CA_NAMES.ip.map((ip) => subtree(7, single(ip))),
+  ];
   return {
     id: '2.5.29.30',
     critical: true,
-    value: asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, true, permitted)]),
+    value: asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
+      asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, true, permitted),
+    ]),
   };
 }
 
@@ -147,7 +154,14 @@ export function issueLocalCertificate(ca: DevelopmentCa): LocalCertificate {
     { name: 'basicConstraints', cA: false },
     { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
     { name: 'extKeyUsage', serverAuth: true },
-    { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] },
+    {
+      name: 'subjectAltName',
+      altNames: [
+        { type: 2, value: 'localhost' },
+        { type: 7, ip: '127.0.0.1' },
+        { type: 7, ip: '::1' },
+      ],
+    },
     { name: 'authorityKeyIdentifier', keyIdentifier: caCert.generateSubjectKeyIdentifier().getBytes() },
   ]);
   cert.sign(caKey, forge.md.sha256.create());
@@ -160,7 +174,10 @@ export function issueLocalCertificate(ca: DevelopmentCa): LocalCertificate {
  * A variable already set is left as it is; in any other NODE_ENV nothing is added, so production keeps refusing
  * every non-public address.
  */
-export function developmentEgressEnv(env: Readonly<Record<string, string | undefined>>, caDir: string = DEVELOPMENT_CA_DIR): Record<string, string> {
+export function developmentEgressEnv(
+  env: Readonly<Record<string, string | undefined>>,
+  caDir: string = DEVELOPMENT_CA_DIR,
+): Record<string, string> {
   if (env.NODE_ENV !== 'development') return {};
   const added: Record<string, string> = {};
   if (!env.EGRESS_ALLOW_CIDRS) added.EGRESS_ALLOW_CIDRS = '127.0.0.1/32';

@@ -5,7 +5,10 @@ import { parseCidrList } from './address-policy';
 import { createEgressClient, type EgressClientOptions } from './client';
 
 /** The egress client as configured by the environment (allow list, extra CA, proxy, timeout, sockets per origin). */
-export function egressClientFromConfig(config: Config, hooks: Pick<EgressClientOptions, 'onTokenFetch'> = {}): ReturnType<typeof createEgressClient> {
+export function egressClientFromConfig(
+  config: Config,
+  hooks: Pick<EgressClientOptions, 'onTokenFetch'> = {},
+): ReturnType<typeof createEgressClient> {
   return createEgressClient({
     ...hooks,
     allow: parseCidrList(config.EGRESS_ALLOW_CIDRS),
@@ -14,6 +17,9 @@ export function egressClientFromConfig(config: Config, hooks: Pick<EgressClientO
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
     userAgent: USER_AGENT,
     // An origin never has more requests in flight than its optional ceiling, nor than the process's slots.
-    maxSocketsPerOrigin: config.DELIVERY_ORIGIN_CONCURRENCY > 0 ? Math.min(config.DELIVERY_ORIGIN_CONCURRENCY, config.DELIVERY_CONCURRENCY) : config.DELIVERY_CONCURRENCY,
+    maxSocketsPerOrigin:
+      config.DELIVERY_ORIGIN_CONCURRENCY > 0
+        ? Math.min(config.DELIVERY_ORIGIN_CONCURRENCY, config.DELIVERY_CONCURRENCY)
+        : config.DELIVERY_CONCURRENCY,
   });
 }

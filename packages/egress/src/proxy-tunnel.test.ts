@@ -74,7 +74,8 @@ describe('through a CONNECT proxy', () => {
   it('keeps the tunnel alive for the next request to the same host', async () => {
     const proxy = await startProxy();
     const c = client(proxy);
-    for (let i = 0; i < 3; i += 1) expect((await c.send({ url: `https://127.0.0.1:${port}/hook`, ...post })).statusCode).toBe(200);
+    for (let i = 0; i < 3; i += 1)
+      expect((await c.send({ url: `https://127.0.0.1:${port}/hook`, ...post })).statusCode).toBe(200);
     expect(proxy.requests).toHaveLength(1);
     await proxy.close();
   });
@@ -123,12 +124,18 @@ describe('through a CONNECT proxy', () => {
   it('speaks TLS to an https:// proxy, verified with the client trust store', async () => {
     const proxy = await startProxy({ tls: { key: pki.keyPem, cert: pki.certPem } });
     expect(proxy.url).toMatch(/^https:/);
-    expect(await client(proxy).send({ url: `https://127.0.0.1:${port}/hook`, ...post })).toMatchObject({ statusCode: 200, error: null });
+    expect(await client(proxy).send({ url: `https://127.0.0.1:${port}/hook`, ...post })).toMatchObject({
+      statusCode: 200,
+      error: null,
+    });
     expect(proxy.requests.map((r) => r.target)).toEqual([`127.0.0.1:${port}`]);
     // A proxy whose certificate the client does not trust is a proxy_error, and no tunnel is asked for.
     const untrusted = createPki();
     const stranger = await startProxy({ tls: { key: untrusted.keyPem, cert: untrusted.certPem } });
-    expect(await client(stranger).send({ url: `https://127.0.0.1:${port}/hook`, ...post })).toMatchObject({ statusCode: 0, error: 'proxy_error' });
+    expect(await client(stranger).send({ url: `https://127.0.0.1:${port}/hook`, ...post })).toMatchObject({
+      statusCode: 0,
+      error: 'proxy_error',
+    });
     expect(stranger.requests).toEqual([]);
     await Promise.all([proxy.close(), stranger.close()]);
   });
@@ -155,7 +162,10 @@ describe('a proxy that fails', () => {
     const proxy = await startProxy();
     for (const status of [403, 400]) {
       proxy.refuseWith(status);
-      expect(await client(proxy).send({ url: `https://127.0.0.1:${port}/hook`, ...post })).toMatchObject({ statusCode: 0, error: 'proxy_error' });
+      expect(await client(proxy).send({ url: `https://127.0.0.1:${port}/hook`, ...post })).toMatchObject({
+        statusCode: 0,
+        error: 'proxy_error',
+      });
     }
     await proxy.close();
   });
@@ -171,7 +181,10 @@ describe('a proxy that fails', () => {
 
   it('is proxy_error when TLS to an https:// proxy never completes', async () => {
     const silent = await startSilentServer();
-    const result = await client(`https://127.0.0.1:${silent.port}`, { timeoutMs: 500 }).send({ url: `https://127.0.0.1:${port}/hook`, ...post });
+    const result = await client(`https://127.0.0.1:${silent.port}`, { timeoutMs: 500 }).send({
+      url: `https://127.0.0.1:${port}/hook`,
+      ...post,
+    });
     expect(result).toMatchObject({ statusCode: 0, error: 'proxy_error' });
     await silent.close();
   });
@@ -190,7 +203,7 @@ describe('a destination that fails behind the proxy', () => {
     await proxy.close();
   });
 
-  it('maps the proxy\'s 502 and 503 to connection_refused and 504 to timeout, as Squid and Envoy answer them', async () => {
+  it("maps the proxy's 502 and 503 to connection_refused and 504 to timeout, as Squid and Envoy answer them", async () => {
     const proxy = await startProxy();
     const answered: Record<number, string | null> = {};
     for (const status of [502, 503, 504]) {
@@ -204,7 +217,10 @@ describe('a destination that fails behind the proxy', () => {
 
   it('is timeout when the proxy takes the CONNECT and never answers it (waiting on the destination)', async () => {
     const silent = await startSilentServer();
-    const result = await client(`http://127.0.0.1:${silent.port}`, { timeoutMs: 500 }).send({ url: `https://127.0.0.1:${port}/hook`, ...post });
+    const result = await client(`http://127.0.0.1:${silent.port}`, { timeoutMs: 500 }).send({
+      url: `https://127.0.0.1:${port}/hook`,
+      ...post,
+    });
     expect(result).toMatchObject({ statusCode: 0, error: 'timeout' });
     await silent.close();
   });
@@ -235,7 +251,12 @@ describe('parseProxyUrl', () => {
       port: 80,
       authorization: `Basic ${Buffer.from('u@x:p:w').toString('base64')}`,
     });
-    expect(parseProxyUrl('https://[fd00::1]:8443')).toMatchObject({ protocol: 'https:', host: 'fd00::1', port: 8443, authorization: null });
+    expect(parseProxyUrl('https://[fd00::1]:8443')).toMatchObject({
+      protocol: 'https:',
+      host: 'fd00::1',
+      port: 8443,
+      authorization: null,
+    });
   });
 
   it('never quotes the URL in its errors', () => {

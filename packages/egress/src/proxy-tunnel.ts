@@ -36,7 +36,8 @@ export function parseProxyUrl(text: string): ProxyTarget {
   } catch {
     throw new Error('EGRESS_PROXY_URL is not a valid URL');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('EGRESS_PROXY_URL must use http:// or https://');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new Error('EGRESS_PROXY_URL must use http:// or https://');
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   const user = decodeURIComponent(url.username);
   const password = decodeURIComponent(url.password);
@@ -44,7 +45,8 @@ export function parseProxyUrl(text: string): ProxyTarget {
     protocol: url.protocol,
     host,
     port: url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port),
-    authorization: user === '' && password === '' ? null : `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`,
+    authorization:
+      user === '' && password === '' ? null : `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`,
   };
 }
 
@@ -88,7 +90,10 @@ export class TunnelAgent extends Agent {
     super(agentOptions);
   }
 
-  override createConnection(options: RequestOptions, callback?: (err: Error | null, stream: Duplex) => void): Duplex | null | undefined {
+  override createConnection(
+    options: RequestOptions,
+    callback?: (err: Error | null, stream: Duplex) => void,
+  ): Duplex | null | undefined {
     this.open(options).then(
       (socket) => callback?.(null, socket),
       (error: Error) => callback?.(error, undefined as unknown as Duplex),
@@ -101,7 +106,8 @@ export class TunnelAgent extends Agent {
     const port = Number(options.port ?? 443);
     // Policy and DNS failures keep their own codes: they are the destination's, not the proxy's.
     const [address] = await this.tunnel.resolve(host);
-    if (address === undefined) throw Object.assign(new Error('host name resolves to no usable address'), { code: 'ENOTFOUND' });
+    if (address === undefined)
+      throw Object.assign(new Error('host name resolves to no usable address'), { code: 'ENOTFOUND' });
     const socket = await this.connect(address, port);
     const servername = (options as tls.ConnectionOptions).servername;
     return tls.connect({
@@ -135,13 +141,27 @@ export class TunnelAgent extends Agent {
         req.destroy();
         reject(tunnelError(message, code));
       };
-      const common = { host: proxy.host, port: proxy.port, method: 'CONNECT', path: target, headers, agent: false as const };
+      const common = {
+        host: proxy.host,
+        port: proxy.port,
+        method: 'CONNECT',
+        path: target,
+        headers,
+        agent: false as const,
+      };
       const req: ClientRequest =
         proxy.protocol === 'https:'
-          ? httpsRequest({ ...common, secureContext: proxyContext, ...(isIP(proxy.host) === 0 ? { servername: proxy.host } : {}) } as RequestOptions)
+          ? httpsRequest({
+              ...common,
+              secureContext: proxyContext,
+              ...(isIP(proxy.host) === 0 ? { servername: proxy.host } : {}),
+            } as RequestOptions)
           : httpRequest(common);
       const timer = setTimeout(
-        () => (reached ? fail('destination did not answer the proxy in time', 'ETIMEDOUT') : fail('proxy could not be reached in time')),
+        () =>
+          reached
+            ? fail('destination did not answer the proxy in time', 'ETIMEDOUT')
+            : fail('proxy could not be reached in time'),
         connectTimeoutMs,
       );
       req.on('socket', (socket: Socket) => {
@@ -149,7 +169,9 @@ export class TunnelAgent extends Agent {
           reached = true;
         });
       });
-      req.on('error', (error: NodeJS.ErrnoException) => fail(`proxy unreachable${error.code ? ` (${error.code})` : ''}`));
+      req.on('error', (error: NodeJS.ErrnoException) =>
+        fail(`proxy unreachable${error.code ? ` (${error.code})` : ''}`),
+      );
       req.on('response', (res: IncomingMessage) => {
         res.resume();
         fail(`proxy answered CONNECT with a non-tunnel response (${res.statusCode ?? 0})`);

@@ -67,7 +67,8 @@ describe('budgetOf', () => {
       check(T === F * 1000n || (T - 1n) * L < C * W * 1000n, 'T is the least whole millisecond');
       // The window never exceeds W, so a counter never outlives the configured window.
       check(T <= W * 1000n, 'T <= W');
-      if (failures.length > 0) throw new Error(`${JSON.stringify({ limit, windowSeconds, burst, calls, windowMs })}: ${failures.join('; ')}`);
+      if (failures.length > 0)
+        throw new Error(`${JSON.stringify({ limit, windowSeconds, burst, calls, windowMs })}: ${failures.join('; ')}`);
     }
   });
 });

@@ -36,7 +36,11 @@ describe('checkAndConsume', () => {
     expect(c.call(1, 0).outcomes.map((o) => o.remaining)).toEqual([8, 0, 0]);
     const denied = c.call(1, 0);
     expect(denied.allowed).toBe(false);
-    expect(denied.outcomes.map((o) => [o.remaining, o.exceeded])).toEqual([[8, false], [0, true], [0, true]]);
+    expect(denied.outcomes.map((o) => [o.remaining, o.exceeded])).toEqual([
+      [8, false],
+      [0, true],
+      [0, true],
+    ]);
     expect(c.states.map((s) => s?.used)).toEqual([2, 2, 1]);
   });
 

@@ -44,7 +44,12 @@ export interface ConsumeResult {
 }
 
 /** Decides a call of `cost` against the counters' current states at `now` (ms). */
-export function checkAndConsume(states: readonly (CounterState | undefined)[], limits: readonly CounterLimit[], cost: number, now: number): ConsumeResult {
+export function checkAndConsume(
+  states: readonly (CounterState | undefined)[],
+  limits: readonly CounterLimit[],
+  cost: number,
+  now: number,
+): ConsumeResult {
   // Plain loops and no closures: this runs on every check of a gateway.
   const n = limits.length;
   const live: CounterState[] = new Array(n);
@@ -76,7 +81,12 @@ export function checkAndConsume(states: readonly (CounterState | undefined)[], l
     }
     const after = write ?? state;
     // A rule edited down to a smaller C can leave more used than it now admits: nothing is left, not less.
-    outcomes[i] = { remaining: Math.max(0, limit.calls - after.used), resetAt: after.start + limit.windowMs, exceeded: exceeded[i]!, firstExceeded };
+    outcomes[i] = {
+      remaining: Math.max(0, limit.calls - after.used),
+      resetAt: after.start + limit.windowMs,
+      exceeded: exceeded[i]!,
+      firstExceeded,
+    };
     writes[i] = write;
   }
   return { allowed, outcomes, writes };

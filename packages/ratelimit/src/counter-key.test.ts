@@ -3,15 +3,22 @@ import { budgetKey, compileCounterKey, counterKey } from './counter-key';
 
 const ORG = '6a1d2c3b-4e5f-4a6b-8c7d-9e0f1a2b3c4d';
 const USER = '0f8a4c1e-1b2d-4c3e-8f4a-5b6c7d8e9f01';
-const call = (fields: Record<string, unknown>) => checkRequestSchema.parse({ tool_key: 'github.create_issue', ...fields });
+const call = (fields: Record<string, unknown>) =>
+  checkRequestSchema.parse({ tool_key: 'github.create_issue', ...fields });
 
 describe('budgetKey', () => {
   it('lists the key_by dimensions in their canonical order with the call values', () => {
     expect(budgetKey(ORG, ['org'], call({ user_id: USER }))).toBe(`org=${ORG}`);
-    expect(budgetKey(ORG, ['org', 'tool', 'user'], call({ user_id: USER }))).toBe(`org=${ORG};tool=github.create_issue;user=${USER}`);
-    expect(budgetKey(ORG, ['agent', 'agent_instance', 'mcp', 'org'], call({ agent_slug: 'triage', agent_instance_id: USER, mcp_id: USER }))).toBe(
-      `agent=triage;agent_instance=${USER};mcp=${USER};org=${ORG}`,
+    expect(budgetKey(ORG, ['org', 'tool', 'user'], call({ user_id: USER }))).toBe(
+      `org=${ORG};tool=github.create_issue;user=${USER}`,
     );
+    expect(
+      budgetKey(
+        ORG,
+        ['agent', 'agent_instance', 'mcp', 'org'],
+        call({ agent_slug: 'triage', agent_instance_id: USER, mcp_id: USER }),
+      ),
+    ).toBe(`agent=triage;agent_instance=${USER};mcp=${USER};org=${ORG}`);
   });
 
   it('counts a call without the attribute under the empty value', () => {

@@ -54,7 +54,9 @@ export type CounterKeyOf = (call: ToolCall) => string;
  * another's). A missing attribute counts under the empty value, as in the budget key.
  */
 export function compileCounterKey(keyBy: readonly KeyBy[]): CounterKeyOf {
-  const reads = keyBy.filter((dimension): dimension is Exclude<KeyBy, 'org'> => dimension !== 'org').map((dimension) => attribute[dimension]);
+  const reads = keyBy
+    .filter((dimension): dimension is Exclude<KeyBy, 'org'> => dimension !== 'org')
+    .map((dimension) => attribute[dimension]);
   if (reads.length === 0) return () => '';
   if (reads.length === 1) {
     const read = reads[0]!;

@@ -2,7 +2,9 @@ import { globMatches } from './glob';
 
 // A reference: the glob as an anchored RegExp (fine for the short strings of this test).
 function reference(pattern: string, text: string): boolean {
-  const source = [...pattern].map((c) => (c === '*' ? '[\\s\\S]*' : c === '?' ? '[\\s\\S]' : c.replace(/[.+^${}()|[\]\\]/g, '\\$&'))).join('');
+  const source = [...pattern]
+    .map((c) => (c === '*' ? '[\\s\\S]*' : c === '?' ? '[\\s\\S]' : c.replace(/[.+^${}()|[\]\\]/g, '\\$&')))
+    .join('');
   return new RegExp(`^${source}$`).test(text);
 }
 

@@ -103,10 +103,21 @@ export class RateLimiter {
     return this.options.rules.rulesOf(orgId).then(
       (loaded) => this.decideWith(orgId, call, loaded),
       (error: unknown): Decision => {
-        this.warnThrottled(`rules:${orgId}`, { org_id: orgId, err: (error as Error).message }, `rate limit rules unavailable; failing ${this.failMode}`);
+        this.warnThrottled(
+          `rules:${orgId}`,
+          { org_id: orgId, err: (error as Error).message },
+          `rate limit rules unavailable; failing ${this.failMode}`,
+        );
         return this.failMode === 'open'
           ? { allowed: true, retryAfterMs: null, deniedBy: null, rules: [], source: 'fail_open', now: this.now() }
-          : { allowed: false, retryAfterMs: this.retryStoreAfterMs, deniedBy: null, rules: [], source: 'fail_closed', now: this.now() };
+          : {
+              allowed: false,
+              retryAfterMs: this.retryStoreAfterMs,
+              deniedBy: null,
+              rules: [],
+              source: 'fail_closed',
+              now: this.now(),
+            };
       },
     );
   }
@@ -116,11 +127,16 @@ export class RateLimiter {
     for (const entry of compiled) {
       const match = entry.scope.match(call);
       if (match.error) {
-        this.warnThrottled(`condition:${entry.rule.id}`, { org_id: orgId, rule_id: entry.rule.id, err: match.error }, 'rate limit rule condition failed on a call; the rule does not match such calls');
+        this.warnThrottled(
+          `condition:${entry.rule.id}`,
+          { org_id: orgId, rule_id: entry.rule.id, err: match.error },
+          'rate limit rule condition failed on a call; the rule does not match such calls',
+        );
       }
       if (match.matches) matching.push(entry);
     }
-    if (matching.length === 0) return { allowed: true, retryAfterMs: null, deniedBy: null, rules: [], source: 'no_rules', now: this.now() };
+    if (matching.length === 0)
+      return { allowed: true, retryAfterMs: null, deniedBy: null, rules: [], source: 'no_rules', now: this.now() };
 
     const owners: string[] = new Array(matching.length);
     const keys: string[] = new Array(matching.length);
@@ -138,14 +154,26 @@ export class RateLimiter {
       : this.toDecision(orgId, call, matching, decided);
   }
 
-  private toDecision(orgId: string, call: ToolCall, matching: readonly CompiledRule[], decided: { result: StoreDecision; source: DecisionSource } | 'closed'): Decision {
+  private toDecision(
+    orgId: string,
+    call: ToolCall,
+    matching: readonly CompiledRule[],
+    decided: { result: StoreDecision; source: DecisionSource } | 'closed',
+  ): Decision {
     if (decided === 'closed') {
       const now = this.now();
       return {
         allowed: false,
         retryAfterMs: this.retryStoreAfterMs,
         deniedBy: null,
-        rules: matching.map(({ rule, budget }) => ({ rule, limit: budget.calls, windowMs: budget.windowMs, remaining: 0, resetAt: now + this.retryStoreAfterMs, exceeded: false })),
+        rules: matching.map(({ rule, budget }) => ({
+          rule,
+          limit: budget.calls,
+          windowMs: budget.windowMs,
+          remaining: 0,
+          resetAt: now + this.retryStoreAfterMs,
+          exceeded: false,
+        })),
         source: 'fail_closed',
         now,
       };
@@ -162,13 +190,21 @@ export class RateLimiter {
     for (let i = 0; i < matching.length; i += 1) {
       const { rule, budget } = matching[i]!;
       const outcome = result.outcomes[i]!;
-      rules[i] = { rule, limit: budget.calls, windowMs: budget.windowMs, remaining: outcome.remaining, resetAt: outcome.resetAt, exceeded: outcome.exceeded };
+      rules[i] = {
+        rule,
+        limit: budget.calls,
+        windowMs: budget.windowMs,
+        remaining: outcome.remaining,
+        resetAt: outcome.resetAt,
+        exceeded: outcome.exceeded,
+      };
       if (!result.allowed && outcome.exceeded && rule.action === 'deny') {
         deniedBy ??= rule.id;
         if (call.cost > budget.calls) fits = false;
         wait = Math.max(wait, outcome.resetAt - result.now);
       }
-      if (outcome.firstExceeded && this.options.onExceeded) this.report({ orgId, rule, key: budgetKey(orgId, rule.keyBy, call), call, denied: !result.allowed });
+      if (outcome.firstExceeded && this.options.onExceeded)
+        this.report({ orgId, rule, key: budgetKey(orgId, rule.keyBy, call), call, denied: !result.allowed });
     }
     if (!result.allowed) retryAfterMs = fits ? Math.max(1, wait) : null;
     return { allowed: result.allowed, retryAfterMs, deniedBy, rules, source, now: result.now };
@@ -184,7 +220,12 @@ export class RateLimiter {
 
   private report(event: ExceededEvent): void {
     const done = this.options.onExceeded!(event)
-      .catch((error: unknown) => this.options.logger?.warn({ org_id: event.orgId, rule_id: event.rule.id, err: (error as Error).message }, 'rate_limit.exceeded could not be recorded'))
+      .catch((error: unknown) =>
+        this.options.logger?.warn(
+          { org_id: event.orgId, rule_id: event.rule.id, err: (error as Error).message },
+          'rate_limit.exceeded could not be recorded',
+        ),
+      )
       .finally(() => this.pending.delete(done));
     this.pending.add(done);
   }

@@ -7,9 +7,20 @@ import { announceRulesChanged, RuleCache, type RuleSource } from './rule-cache';
 
 const ORG = randomUUID();
 const rule = (name: string, fields: Partial<RateLimitRule> = {}): RateLimitRule => ({
-  id: randomUUID(), orgId: ORG, name, description: null, status: 'active',
-  scope: ruleScopeSchema.parse({ type: 'mcp_tool_call' }), keyBy: ['org'], limit: 10, windowSeconds: 60, burst: 1,
-  action: 'deny', createdAt: new Date(), updatedAt: new Date(), ...fields,
+  id: randomUUID(),
+  orgId: ORG,
+  name,
+  description: null,
+  status: 'active',
+  scope: ruleScopeSchema.parse({ type: 'mcp_tool_call' }),
+  keyBy: ['org'],
+  limit: 10,
+  windowSeconds: 60,
+  burst: 1,
+  action: 'deny',
+  createdAt: new Date(),
+  updatedAt: new Date(),
+  ...fields,
 });
 
 // A rule source the test controls: what it returns, whether it fails, and when a load completes.
@@ -85,7 +96,10 @@ describe('RuleCache', () => {
 
   it('skips a stored rule whose condition no longer compiles, keeping the others', async () => {
     const { state, load } = source();
-    state.rules = [rule('broken', { scope: { ...ruleScopeSchema.parse({ type: 'mcp_tool_call' }), condition: 'call.nope' } }), rule('fine')];
+    state.rules = [
+      rule('broken', { scope: { ...ruleScopeSchema.parse({ type: 'mcp_tool_call' }), condition: 'call.nope' } }),
+      rule('fine'),
+    ];
     const warnings: string[] = [];
     const cache = new RuleCache({ source: load, now, logger: { warn: (_f, message) => warnings.push(message) } });
     expect((await cache.rulesOf(ORG)).map((c) => c.rule.name)).toEqual(['fine']);

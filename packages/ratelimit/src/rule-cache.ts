@@ -103,7 +103,8 @@ export class RuleCache {
   /** Forgets an organisation's rules: the next check reloads them. */
   invalidate(orgId: string): void {
     // Only organisations this process has seen (or is loading) carry a generation: the map stays bounded.
-    if (this.entries.has(orgId) || this.loading.has(orgId)) this.generations.set(orgId, (this.generations.get(orgId) ?? 0) + 1);
+    if (this.entries.has(orgId) || this.loading.has(orgId))
+      this.generations.set(orgId, (this.generations.get(orgId) ?? 0) + 1);
     const entry = this.entries.peek(orgId);
     if (entry) entry.freshUntil = 0;
   }
@@ -134,7 +135,10 @@ export class RuleCache {
         this.failures.set(orgId, { until: this.now() + this.retryMs, error });
         throw error;
       }
-      this.options.logger?.warn({ org_id: orgId, err: (error as Error).message }, 'rate limit rules could not be reloaded; the previous rules stay in force');
+      this.options.logger?.warn(
+        { org_id: orgId, err: (error as Error).message },
+        'rate limit rules could not be reloaded; the previous rules stay in force',
+      );
       previous.freshUntil = this.now() + this.retryMs;
       return previous.rules;
     }
@@ -155,10 +159,19 @@ export class RuleCache {
       try {
         const budget = budgetOf(rule);
         const limit = { calls: budget.calls, windowMs: budget.windowMs, deny: rule.action === 'deny' };
-        compiled.push({ rule, budget, scope: compileScope(rule.scope), limit, counterKey: compileCounterKey(rule.keyBy) });
+        compiled.push({
+          rule,
+          budget,
+          scope: compileScope(rule.scope),
+          limit,
+          counterKey: compileCounterKey(rule.keyBy),
+        });
       } catch (error) {
         // A stored condition that no longer compiles matches nothing (as for webhooks, SPEC 6.2.7): never widened.
-        this.options.logger?.warn({ org_id: orgId, rule_id: rule.id, err: (error as Error).message }, 'rate limit rule scope does not compile; the rule matches nothing');
+        this.options.logger?.warn(
+          { org_id: orgId, rule_id: rule.id, err: (error as Error).message },
+          'rate limit rule scope does not compile; the rule matches nothing',
+        );
       }
     }
     return compiled;

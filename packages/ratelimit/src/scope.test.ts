@@ -7,8 +7,10 @@ const MCP = '2f8a4c1e-1b2d-4c3e-8f4a-5b6c7d8e9f03';
 const TAG = '3f8a4c1e-1b2d-4c3e-8f4a-5b6c7d8e9f04';
 
 const scope = (fields: Partial<RuleScopeInput>) => ruleScopeSchema.parse({ type: 'mcp_tool_call', ...fields });
-const call = (fields: Record<string, unknown>) => checkRequestSchema.parse({ tool_key: 'github.create_issue', ...fields });
-const matches = (s: Partial<RuleScopeInput>, c: Record<string, unknown>) => compileScope(scope(s)).match(call(c)).matches;
+const call = (fields: Record<string, unknown>) =>
+  checkRequestSchema.parse({ tool_key: 'github.create_issue', ...fields });
+const matches = (s: Partial<RuleScopeInput>, c: Record<string, unknown>) =>
+  compileScope(scope(s)).match(call(c)).matches;
 
 describe('compileScope', () => {
   it('an empty scope matches every call', () => {
@@ -22,10 +24,20 @@ describe('compileScope', () => {
     ['agent_slugs', { agent_slugs: ['triage', 'coder'] }, { agent_slug: 'coder' }, { agent_slug: 'other' }],
     ['agent_instance_ids', { agent_instance_ids: [U1] }, { agent_instance_id: U1 }, { agent_instance_id: U2 }],
     ['groups (any shared)', { groups: ['eng', 'ops'] }, { groups: ['sales', 'ops'] }, { groups: ['sales'] }],
-    ['agent_slug_tag_ids', { agent_slug_tag_ids: [TAG] }, { agent_slug_tag_ids: [U1, TAG] }, { agent_slug_tag_ids: [U1] }],
+    [
+      'agent_slug_tag_ids',
+      { agent_slug_tag_ids: [TAG] },
+      { agent_slug_tag_ids: [U1, TAG] },
+      { agent_slug_tag_ids: [U1] },
+    ],
     ['mcp_tag_ids', { mcp_tag_ids: [TAG] }, { mcp_tag_ids: [TAG] }, { mcp_tag_ids: [] }],
     ['tool_tag_ids', { tool_tag_ids: [TAG] }, { tool_tag_ids: [TAG] }, { tool_tag_ids: [U2] }],
-    ['tool_patterns (any glob)', { tool_patterns: ['gitlab.*', 'github.create_*'] }, { tool_key: 'github.create_pr' }, { tool_key: 'github.delete_repo' }],
+    [
+      'tool_patterns (any glob)',
+      { tool_patterns: ['gitlab.*', 'github.create_*'] },
+      { tool_key: 'github.create_pr' },
+      { tool_key: 'github.delete_repo' },
+    ],
     ['condition', { condition: 'call.cost > 5' }, { cost: 6 }, { cost: 5 }],
   ])('%s: OR within the list, and a call without a shared value does not match', (_name, s, hit, miss) => {
     expect(matches(s, hit)).toBe(true);

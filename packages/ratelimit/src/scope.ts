@@ -55,7 +55,9 @@ export function compileScope(scope: RuleScope): ScopeMatcher {
     anyOf(scope.agent_slug_tag_ids, (c) => c.agent_slug_tag_ids),
     anyOf(scope.mcp_tag_ids, (c) => c.mcp_tag_ids),
     anyOf(scope.tool_tag_ids, (c) => c.tool_tag_ids),
-    scope.tool_patterns.length === 0 ? null : (call: ToolCall) => scope.tool_patterns.some((pattern) => globMatches(pattern, call.tool_key)),
+    scope.tool_patterns.length === 0
+      ? null
+      : (call: ToolCall) => scope.tool_patterns.some((pattern) => globMatches(pattern, call.tool_key)),
   ].filter((test): test is Test => test !== null);
 
   let condition: CompiledCallCondition | null = null;

@@ -51,7 +51,11 @@ export interface RunningRateLimiter {
  * queue, no retries per command) so an outage goes to the fail mode instead of piling up calls.
  */
 export async function startRateLimiter(options: StartRateLimiterOptions): Promise<RunningRateLimiter> {
-  const rules = new RuleCache({ source: options.source, ...(options.ruleCacheTtlMs ? { ttlMs: options.ruleCacheTtlMs } : {}), ...(options.logger ? { logger: options.logger } : {}) });
+  const rules = new RuleCache({
+    source: options.source,
+    ...(options.ruleCacheTtlMs ? { ttlMs: options.ruleCacheTtlMs } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
   let ownBus: { bus: InvalidationBus; subscriber: RedisConnection } | undefined;
   if (!options.bus) {
     const subscriber = connectRedis(options.redis, { lazyConnect: true, maxRetriesPerRequest: null });
@@ -64,9 +68,16 @@ export async function startRateLimiter(options: StartRateLimiterOptions): Promis
   if (options.store === 'redis') {
     commands = connectRedis(options.redis, { enableOfflineQueue: false, maxRetriesPerRequest: 0, lazyConnect: true });
     commands.on('error', () => undefined);
-    store = new RedisCounterStore(commands, { prefix: options.prefix, ...(options.redisTimeoutMs ? { timeoutMs: options.redisTimeoutMs } : {}) });
+    store = new RedisCounterStore(commands, {
+      prefix: options.prefix,
+      ...(options.redisTimeoutMs ? { timeoutMs: options.redisTimeoutMs } : {}),
+    });
   } else {
-    store = new MemoryCounterStore(options.memoryCounters ? { maxCountersPerOrg: options.memoryCounters.perOrganisation, maxCounters: options.memoryCounters.total } : {});
+    store = new MemoryCounterStore(
+      options.memoryCounters
+        ? { maxCountersPerOrg: options.memoryCounters.perOrganisation, maxCounters: options.memoryCounters.total }
+        : {},
+    );
   }
 
   // Neither connection may block start-up: a limiter must come up (and fail open or closed) with Redis down. The

@@ -83,7 +83,7 @@ export function escapeInChunks(s: string, escape: (chunk: string) => string): st
   if (s.length <= FUNCTION_CHUNK_CHARS) return escape(s);
   const max = maxString();
   let out = '';
-  for (let start = 0; start < s.length; ) {
+  for (let start = 0; start < s.length;) {
     checkDeadline();
     let end = Math.min(start + FUNCTION_CHUNK_CHARS, s.length);
     const last = s.charCodeAt(end - 1);

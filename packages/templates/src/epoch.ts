@@ -32,7 +32,14 @@ export function epoch(s: string): string {
     throw new FuncError('not an ISO 8601 timestamp (expected YYYY-MM-DDTHH:MM:SS[.fraction] and Z or ±HH:MM)');
   };
   if (!m) return bad();
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   if (month < 1 || month > 12 || hour > 23 || minute > 59 || second > 59) bad();
   const dim = month === 2 && isLeap(year) ? 29 : (monthDays[month - 1] ?? 0);
   if (day < 1 || day > dim) bad();

@@ -392,12 +392,24 @@ class Execution {
     return undefined;
   }
 
-  private evalFieldNode(dot: unknown, dotBoxed: boolean, field: FieldNode, args: readonly ArgNode[] | undefined, final: Final): unknown {
+  private evalFieldNode(
+    dot: unknown,
+    dotBoxed: boolean,
+    field: FieldNode,
+    args: readonly ArgNode[] | undefined,
+    final: Final,
+  ): unknown {
     this.node = field;
     return this.evalFieldChain(dot, dotBoxed, field.ident, args, final);
   }
 
-  private evalChainNode(dot: unknown, dotBoxed: boolean, chain: ChainNode, args: readonly ArgNode[] | undefined, final: Final): unknown {
+  private evalChainNode(
+    dot: unknown,
+    dotBoxed: boolean,
+    chain: ChainNode,
+    args: readonly ArgNode[] | undefined,
+    final: Final,
+  ): unknown {
     this.node = chain;
     if (chain.node.kind === 'nil') this.errorf(`indirection through explicit nil in ${nodeString(chain)}`);
     const base = this.evalArg(dot, dotBoxed, undefined, chain.node);
@@ -432,7 +444,13 @@ class Execution {
     return this.evalField(ident[n - 1] as string, args, final, receiver, boxed);
   }
 
-  private evalField(fieldName: string, args: readonly ArgNode[] | undefined, final: Final, receiver: unknown, boxed: boolean): unknown {
+  private evalField(
+    fieldName: string,
+    args: readonly ArgNode[] | undefined,
+    final: Final,
+    receiver: unknown,
+    boxed: boolean,
+  ): unknown {
     if (receiver === undefined) return undefined;
     if (receiver === null) this.errorf(`nil pointer evaluating interface {}.${fieldName}`);
     const hasArgs = (args !== undefined && args.length > 1) || final !== NO_FINAL;
@@ -474,7 +492,8 @@ class Execution {
     let numFixed = args.length;
     if (fn.variadic !== undefined) {
       numFixed = fn.params.length;
-      if (numIn < numFixed) this.errorf(`wrong number of args for ${name}: want at least ${numFixed} got ${args.length}`);
+      if (numIn < numFixed)
+        this.errorf(`wrong number of args for ${name}: want at least ${numFixed} got ${args.length}`);
     } else if (numIn !== fn.params.length) {
       this.errorf(`wrong number of args for ${name}: want ${fn.params.length} got ${numIn}`);
     }
@@ -528,7 +547,11 @@ class Execution {
     }
     if (t === undefined || t === 'any' || t === 'value' || t === 'boxedValue') return value;
     const k = kindOf(value);
-    const fits = (t === 'string' && k === 'string') || (t === 'bool' && k === 'bool') || (t === 'int' && k === 'int') || (t === 'float64' && k === 'float');
+    const fits =
+      (t === 'string' && k === 'string') ||
+      (t === 'bool' && k === 'bool') ||
+      (t === 'int' && k === 'int') ||
+      (t === 'float64' && k === 'float');
     if (fits) return value;
     this.errorf(`wrong type for value; expected ${t}; got ${typeName(value)}`);
   }

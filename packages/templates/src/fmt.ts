@@ -540,7 +540,10 @@ class Printer {
 
       if (!afterIndex) [argNum, i, afterIndex] = argNumber(argNum, i);
 
-      if ((this.f.widPresent && this.f.wid > MAX_PRINTF_WIDTH) || (this.f.precPresent && this.f.prec > MAX_PRINTF_WIDTH)) {
+      if (
+        (this.f.widPresent && this.f.wid > MAX_PRINTF_WIDTH) ||
+        (this.f.precPresent && this.f.prec > MAX_PRINTF_WIDTH)
+      ) {
         throw new LimitExceeded(`width or precision larger than ${MAX_PRINTF_WIDTH}`);
       }
 

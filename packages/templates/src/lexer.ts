@@ -332,7 +332,7 @@ export class Lexer {
       case 0x29:
         this.emit('rightParen');
         this.parenDepth--;
-        if (this.parenDepth < 0) return this.errorf('unexpected right paren U+0029 \')\'');
+        if (this.parenDepth < 0) return this.errorf("unexpected right paren U+0029 ')'");
         return this.lexInsideAction;
     }
     if (r === 0x2b || r === 0x2d || (r >= 0x30 && r <= 0x39)) {
@@ -509,7 +509,7 @@ export class Lexer {
 
 /** Go's %#U: U+0041 'A'. */
 export function goRuneString(r: number): string {
-  if (r < 0) return 'U+FFFD \'\uFFFD\'';
+  if (r < 0) return "U+FFFD '\uFFFD'";
   const hex = r.toString(16).toUpperCase().padStart(4, '0');
   return isPrint(r) ? `U+${hex} '${String.fromCodePoint(r)}'` : `U+${hex}`;
 }

@@ -173,7 +173,10 @@ export function nodeString(n: Node): string {
     case 'field':
       return n.ident.map((id) => '.' + id).join('');
     case 'chain':
-      return (n.node.kind === 'pipe' ? '(' + pipeString(n.node) + ')' : nodeString(n.node)) + n.field.map((f) => '.' + f).join('');
+      return (
+        (n.node.kind === 'pipe' ? '(' + pipeString(n.node) + ')' : nodeString(n.node)) +
+        n.field.map((f) => '.' + f).join('')
+      );
     case 'bool':
       return n.value ? 'true' : 'false';
     case 'number':

@@ -7,7 +7,15 @@ function render(text: string, data: unknown): string {
   return parseTemplate('t', text).execute(data);
 }
 
-const inherited = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__', 'prototype'];
+const inherited = [
+  'constructor',
+  '__proto__',
+  'toString',
+  'hasOwnProperty',
+  'valueOf',
+  '__defineGetter__',
+  'prototype',
+];
 
 describe('no prototype access', () => {
   it.each(inherited)('.%s on a data object is a missing key', (name) => {
@@ -31,7 +39,9 @@ describe('no prototype access', () => {
     // Not a plain object (its prototype carries data), so it is not a map at all.
     expect(() => render('{{.inherited}}', data)).toThrow("can't evaluate field inherited");
     const plain = { own: 1 };
-    expect(render('{{.}} {{range $k, $v := .}}{{$k}}{{end}} {{len .}} {{json .}}', plain)).toBe('map[own:1] own 1 {"own":1}');
+    expect(render('{{.}} {{range $k, $v := .}}{{$k}}{{end}} {{len .}} {{json .}}', plain)).toBe(
+      'map[own:1] own 1 {"own":1}',
+    );
   });
 
   it('never calls functions held in data', () => {

@@ -24,7 +24,10 @@ describe('hostile templates: time', () => {
   const padded = { s: '<é& "'.repeat(200_000) };
 
   it.each(['urlquery', 'js', 'html', 'escape'])('%s on a padded megabyte in a range stops at the deadline', (fn) => {
-    const { error, ms } = failure(`{{range 500}}{{$x := ${fn} $.s}}{{end}}`, padded, { maxDurationMs: 100, maxOutputBytes: 8 * 1024 * 1024 });
+    const { error, ms } = failure(`{{range 500}}{{$x := ${fn} $.s}}{{end}}`, padded, {
+      maxDurationMs: 100,
+      maxOutputBytes: 8 * 1024 * 1024,
+    });
     expect(error.kind).toBe('limit');
     expect(error.message).toMatch(/stopped after 100 ms|larger than/);
     // The deadline is read between chunks inside the function, not only between steps.
@@ -58,7 +61,11 @@ describe('hostile templates: size', () => {
   it(`refuses a printf width or precision over MAX_PRINTF_WIDTH (${MAX_PRINTF_WIDTH})`, () => {
     expect(MAX_PRINTF_WIDTH).toBe(10_000);
     expect(parseTemplate('t', `{{printf "%${MAX_PRINTF_WIDTH}d" 1}}`).execute({})).toHaveLength(MAX_PRINTF_WIDTH);
-    for (const text of [`{{printf "%${MAX_PRINTF_WIDTH + 1}d" 1}}`, '{{printf "%.999999f" 1.5}}', '{{printf "%*d" 999999 1}}']) {
+    for (const text of [
+      `{{printf "%${MAX_PRINTF_WIDTH + 1}d" 1}}`,
+      '{{printf "%.999999f" 1.5}}',
+      '{{printf "%*d" 999999 1}}',
+    ]) {
       const { error } = failure(text, {});
       expect(error.kind).toBe('limit');
       expect(error.message).toMatch(/printf: width or precision larger than 10000$/);

@@ -51,9 +51,16 @@ describe('public API', () => {
   });
 
   it('turns a throwing function into Go\'s "error calling"', () => {
-    const boom: TemplateFunction = { params: [], fn: () => { throw new FuncError('nope'); } };
+    const boom: TemplateFunction = {
+      params: [],
+      fn: () => {
+        throw new FuncError('nope');
+      },
+    };
     const t = parseTemplate('t', '{{boom}}', { funcs: { boom } });
-    expect(failure(() => t.execute({})).message).toBe('template: t:1:2: executing "t" at <boom>: error calling boom: nope');
+    expect(failure(() => t.execute({})).message).toBe(
+      'template: t:1:2: executing "t" at <boom>: error calling boom: nope',
+    );
   });
 
   it('replaces the defaults when funcs are given, so json is then unknown', () => {

@@ -73,7 +73,8 @@ export class Template {
   execute(data: unknown, opts: ExecuteOptions = {}): string {
     const limits = opts.limits ? { ...defaultLimits, ...opts.limits } : defaultLimits;
     const tree = this.trees.get(this.name);
-    if (tree === undefined) throw new TemplateError('exec', `template: ${this.name}: "${this.name}" is an incomplete or empty template`);
+    if (tree === undefined)
+      throw new TemplateError('exec', `template: ${this.name}: "${this.name}" is an incomplete or empty template`);
     return execute(this.trees, tree, this.funcs, limits, data);
   }
 }

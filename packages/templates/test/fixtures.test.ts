@@ -32,7 +32,12 @@ const relaxed: Readonly<Record<string, string>> = {
  * variable data (a secret, perhaps) and errors are shown to users (README, "Divergences"). Everything before
  * the marker must still match Go exactly.
  */
-const redacted: readonly string[] = ["range can't iterate over ", "can't use ", 'non-comparable type', 'not an ISO 8601 timestamp'];
+const redacted: readonly string[] = [
+  "range can't iterate over ",
+  "can't use ",
+  'non-comparable type',
+  'not an ISO 8601 timestamp',
+];
 
 function redactedPrefix(message: string): string | undefined {
   for (const marker of redacted) {

@@ -35,7 +35,11 @@ export interface TestApi {
   apiKeys: ApiKeyCache;
   check: RateLimitCheck;
   /** Calls the API with a key; the body is sent as JSON unless it is a string. */
-  call(method: string, path: string, options?: { key?: string; body?: unknown; headers?: Record<string, string> }): Promise<TestResponse>;
+  call(
+    method: string,
+    path: string,
+    options?: { key?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<TestResponse>;
   close(): Promise<void>;
 }
 
@@ -64,13 +68,23 @@ export function testConfig(env: Record<string, string> = {}): Config {
 }
 
 export async function startTestApi(
-  options: { env?: Record<string, string>; config?: Config; lookup?: HostLookup; logLines?: string[]; queues?: boolean; grpc?: boolean } = {},
+  options: {
+    env?: Record<string, string>;
+    config?: Config;
+    lookup?: HostLookup;
+    logLines?: string[];
+    queues?: boolean;
+    grpc?: boolean;
+  } = {},
 ): Promise<TestApi> {
   const config = options.config ?? testConfig(options.env);
   const db = createDb(config.DATABASE_URL, { poolSize: 4 });
   const redis = connectRedis(redisTarget(config), { maxRetriesPerRequest: 1 });
   redis.on('error', () => undefined);
-  const queues = options.queues === false ? undefined : new DeliveryQueues(redis, config.REDIS_PREFIX, { shards: config.DELIVERY_QUEUE_SHARDS });
+  const queues =
+    options.queues === false
+      ? undefined
+      : new DeliveryQueues(redis, config.REDIS_PREFIX, { shards: config.DELIVERY_QUEUE_SHARDS });
   const egress = egressClientFromConfig(config);
   const subscriber = connectRedis(redisTarget(config), { maxRetriesPerRequest: null });
   subscriber.on('error', () => undefined);
@@ -80,7 +94,11 @@ export async function startTestApi(
   const render = new RenderPool({ encryptionKey: config.GATEHOOK_ENCRYPTION_KEY, threads: config.API_RENDER_THREADS });
   await render.warm();
   const logger = options.logLines
-    ? createLogger({ name: 'test-api', level: 'trace', destination: { write: (line: string) => void options.logLines!.push(line) } })
+    ? createLogger({
+        name: 'test-api',
+        level: 'trace',
+        destination: { write: (line: string) => void options.logLines!.push(line) },
+      })
     : createLogger({ name: 'test-api', level: 'silent' });
   const api = createApi({
     config,
@@ -99,7 +117,9 @@ export async function startTestApi(
     const s = createServer(api.listener).listen(0, '127.0.0.1', () => resolve(s));
   });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const grpc = options.grpc ? await startGrpcServer({ port: 0, host: '127.0.0.1', keys: apiKeys, check: api.check, logger }) : null;
+  const grpc = options.grpc
+    ? await startGrpcServer({ port: 0, host: '127.0.0.1', keys: apiKeys, check: api.check, logger })
+    : null;
   return {
     baseUrl,
     grpcPort: grpc?.port ?? 0,
@@ -154,7 +174,13 @@ export async function createTestOrg(db: Db): Promise<TestOrg> {
   return {
     orgId,
     admin: await key('admin', []),
-    member: await key('member', ['manage_webhooks', 'view_rate_limits', 'manage_rate_limits', 'ingest_events', 'check_rate_limits']),
+    member: await key('member', [
+      'manage_webhooks',
+      'view_rate_limits',
+      'manage_rate_limits',
+      'ingest_events',
+      'check_rate_limits',
+    ]),
     nobody: await key('member', []),
     key,
   };
@@ -164,7 +190,11 @@ export async function createTestOrg(db: Db): Promise<TestOrg> {
  * Creates a rate limit rule through the API as the organisation's admin (org-keyed, 60 s window unless `body` says
  * otherwise).
  */
-export async function createTestRule(api: TestApi, org: TestOrg, body: Record<string, unknown>): Promise<{ id: string }> {
+export async function createTestRule(
+  api: TestApi,
+  org: TestOrg,
+  body: Record<string, unknown>,
+): Promise<{ id: string }> {
   const response = await api.call('POST', '/rate-limits/rules', {
     key: org.admin,
     body: { name: 'rule', scope: { type: 'mcp_tool_call' }, key_by: ['org'], window_seconds: 60, ...body },

@@ -20,8 +20,14 @@ export interface AssertionKey {
 
 /** A fresh RSA (2048 bits) or EC (P-256) key pair. */
 export function assertionKey(type: 'rsa' | 'ec' = 'rsa'): AssertionKey {
-  const pair = type === 'rsa' ? generateKeyPairSync('rsa', { modulusLength: 2048 }) : generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  return { privateKeyPem: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), publicKey: pair.publicKey };
+  const pair =
+    type === 'rsa'
+      ? generateKeyPairSync('rsa', { modulusLength: 2048 })
+      : generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  return {
+    privateKeyPem: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    publicKey: pair.publicKey,
+  };
 }
 
 /** A test authorization server: where its tokens come from, how many were asked for, and a check of a token. */
@@ -46,7 +52,9 @@ export interface OidcClients {
  * child process, with a client for each of client_secret_post, client_secret_basic and private_key_jwt, all allowed
  * the client credentials grant. Its access tokens are JWTs for TEST_RESOURCE that live `accessTokenTtl` seconds.
  */
-export async function startOidcProvider(options: { accessTokenTtl?: number } = {}): Promise<TestAuthorizationServer & { clients: OidcClients }> {
+export async function startOidcProvider(
+  options: { accessTokenTtl?: number } = {},
+): Promise<TestAuthorizationServer & { clients: OidcClients }> {
   const { pki } = testCa();
   const signing = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const signingJwk = { ...(await exportJWK(signing.privateKey)), kid: 'as-key', alg: 'RS256', use: 'sig' };
@@ -64,8 +72,18 @@ export async function startOidcProvider(options: { accessTokenTtl?: number } = {
     scope: TEST_SCOPE,
     accessTokenTtl: options.accessTokenTtl ?? 3600,
     clients: [
-      { ...common, client_id: clients.post.clientId, client_secret: clients.post.clientSecret, token_endpoint_auth_method: 'client_secret_post' },
-      { ...common, client_id: clients.basic.clientId, client_secret: clients.basic.clientSecret, token_endpoint_auth_method: 'client_secret_basic' },
+      {
+        ...common,
+        client_id: clients.post.clientId,
+        client_secret: clients.post.clientSecret,
+        token_endpoint_auth_method: 'client_secret_post',
+      },
+      {
+        ...common,
+        client_id: clients.basic.clientId,
+        client_secret: clients.basic.clientSecret,
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
       {
         ...common,
         client_id: clients.jwt.clientId,
@@ -74,7 +92,9 @@ export async function startOidcProvider(options: { accessTokenTtl?: number } = {
       },
     ],
   };
-  const child: ChildProcess = spawn(process.execPath, [path.join(__dirname, 'authorization-server.mjs')], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child: ChildProcess = spawn(process.execPath, [path.join(__dirname, 'authorization-server.mjs')], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   child.stdin!.end(JSON.stringify(settings));
   let requests = 0;
   const port = await new Promise<number>((resolve, reject) => {
@@ -116,10 +136,16 @@ export interface ServiceAccount {
  * seen before), then issues a signed JWT access token carrying the assertion's `sub` and `scope`. `invalid_grant`
  * otherwise. It keeps each verified assertion's claims.
  */
-export async function startJwtBearerServer(options: { accessTokenTtl?: number; keyType?: 'rsa' | 'ec' } = {}): Promise<TestAuthorizationServer & { account: ServiceAccount; assertions: JWTPayload[] }> {
+export async function startJwtBearerServer(
+  options: { accessTokenTtl?: number; keyType?: 'rsa' | 'ec' } = {},
+): Promise<TestAuthorizationServer & { account: ServiceAccount; assertions: JWTPayload[] }> {
   const { pki } = testCa();
   const signing = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const account: ServiceAccount = { issuer: `svc-${randomUUID()}@gatehook.test`, keyId: 'sa-key-1', key: assertionKey(options.keyType ?? 'rsa') };
+  const account: ServiceAccount = {
+    issuer: `svc-${randomUUID()}@gatehook.test`,
+    keyId: 'sa-key-1',
+    key: assertionKey(options.keyType ?? 'rsa'),
+  };
   const assertions: JWTPayload[] = [];
   const seen = new Set<string>();
   let requests = 0;
@@ -134,10 +160,15 @@ export async function startJwtBearerServer(options: { accessTokenTtl?: number; k
     req.on('end', async () => {
       requests += 1;
       const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
-      if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer') return refuse(res, 'unsupported_grant_type');
+      if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer')
+        return refuse(res, 'unsupported_grant_type');
       let claims: JWTPayload;
       try {
-        ({ payload: claims } = await jwtVerify(form.get('assertion') ?? '', account.key.publicKey, { issuer: account.issuer, audience: tokenUrl, requiredClaims: ['exp', 'iat', 'jti'] }));
+        ({ payload: claims } = await jwtVerify(form.get('assertion') ?? '', account.key.publicKey, {
+          issuer: account.issuer,
+          audience: tokenUrl,
+          requiredClaims: ['exp', 'iat', 'jti'],
+        }));
       } catch {
         return refuse(res, 'invalid_grant');
       }

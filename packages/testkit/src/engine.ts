@@ -15,7 +15,11 @@ export async function startTestEngine(
     db,
     box: new SecretBox(config.GATEHOOK_ENCRYPTION_KEY),
     logger: options.logLines
-      ? createLogger({ name: 'test-worker', level: 'trace', destination: { write: (line: string) => void options.logLines!.push(line) } })
+      ? createLogger({
+          name: 'test-worker',
+          level: 'trace',
+          destination: { write: (line: string) => void options.logLines!.push(line) },
+        })
       : createLogger({ name: 'test-worker', level: 'silent' }),
     ...(options.reconcilerGrace ? { reconcilerGrace: options.reconcilerGrace } : {}),
   });

@@ -42,13 +42,19 @@ type JsonSpan = {
   attributes?: { key: string; value: AnyValue }[];
 };
 type JsonExport = {
-  resourceSpans?: { resource?: { attributes?: { key: string; value: AnyValue }[] }; scopeSpans?: { spans?: JsonSpan[] }[] }[];
+  resourceSpans?: {
+    resource?: { attributes?: { key: string; value: AnyValue }[] };
+    scopeSpans?: { spans?: JsonSpan[] }[];
+  }[];
 };
 
 const plain = (value: AnyValue): string | number | boolean =>
-  value.stringValue ?? value.boolValue ?? (value.intValue !== undefined ? Number(value.intValue) : (value.doubleValue ?? ''));
+  value.stringValue ??
+  value.boolValue ??
+  (value.intValue !== undefined ? Number(value.intValue) : (value.doubleValue ?? ''));
 
-const attributesOf = (list: { key: string; value: AnyValue }[] = []) => Object.fromEntries(list.map((a) => [a.key, plain(a.value)]));
+const attributesOf = (list: { key: string; value: AnyValue }[] = []) =>
+  Object.fromEntries(list.map((a) => [a.key, plain(a.value)]));
 
 /**
  * An OTLP/HTTP collector for tests, on 127.0.0.1: it answers every export with 200 and keeps the requests; the
@@ -62,7 +68,9 @@ export async function startOtlpCollector(): Promise<OtlpCollector> {
     req.on('end', () => {
       const contentType = req.headers['content-type'] ?? '';
       requests.push({ path: req.url ?? '', contentType, body: Buffer.concat(chunks) });
-      res.writeHead(200, { 'content-type': contentType.startsWith('application/json') ? 'application/json' : 'application/x-protobuf' });
+      res.writeHead(200, {
+        'content-type': contentType.startsWith('application/json') ? 'application/json' : 'application/x-protobuf',
+      });
       res.end(contentType.startsWith('application/json') ? '{}' : '');
     });
   });

@@ -114,7 +114,11 @@ export function createClientCa(name = 'Gatehook test client CA'): ClientCa {
  * ec_paramgen_curve:P-384`, `ed25519`, `rsa:1024`, …): forge makes RSA keys only.
  */
 export function selfSignedWithKey(...newkey: string[]): { cert: string; key: string } {
-  const pem = execFileSync('openssl', ['req', '-x509', '-newkey', ...newkey, '-keyout', '-', '-nodes', '-subj', '/CN=client', '-days', '2'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  const pem = execFileSync(
+    'openssl',
+    ['req', '-x509', '-newkey', ...newkey, '-keyout', '-', '-nodes', '-subj', '/CN=client', '-days', '2'],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] },
+  );
   const block = (label: string) => new RegExp(`-----BEGIN ${label}-----[\\s\\S]+?-----END ${label}-----`).exec(pem)![0];
   return { cert: block('CERTIFICATE'), key: block('PRIVATE KEY') };
 }

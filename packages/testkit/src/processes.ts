@@ -27,10 +27,19 @@ async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, what:
 }
 
 /** A private Redis server (no persistence), so a test may FLUSHALL or restart it without touching other tests. */
-export async function startRedisServer(): Promise<{ url: string; pid: number; flushAll(): Promise<void>; close(): Promise<void> }> {
+export async function startRedisServer(): Promise<{
+  url: string;
+  pid: number;
+  flushAll(): Promise<void>;
+  close(): Promise<void>;
+}> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), 'gatehook-redis-'));
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    { stdio: 'ignore' },
+  );
   const url = `redis://127.0.0.1:${port}`;
   const admin = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 100 });
   admin.on('error', () => undefined);
@@ -60,9 +69,12 @@ function postgresBinDir(): string {
     // No pg_config on PATH (or only the client's): look for a server install.
   }
   const base = '/usr/lib/postgresql';
-  const versions = existsSync(base) ? readdirSync(base).filter((v) => existsSync(path.join(base, v, 'bin/initdb'))) : [];
+  const versions = existsSync(base)
+    ? readdirSync(base).filter((v) => existsSync(path.join(base, v, 'bin/initdb')))
+    : [];
   const newest = versions.sort((a, b) => Number(b) - Number(a))[0];
-  if (!newest) throw new Error('no PostgreSQL server binaries found (pg_config --bindir, /usr/lib/postgresql/<version>/bin)');
+  if (!newest)
+    throw new Error('no PostgreSQL server binaries found (pg_config --bindir, /usr/lib/postgresql/<version>/bin)');
   return path.join(base, newest, 'bin');
 }
 
@@ -110,12 +122,21 @@ export async function startPostgresServer(): Promise<PostgresServer> {
   };
   try {
     if (owner) chownSync(dir, owner.uid, owner.gid);
-    execFileSync(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-locale', '--no-sync'], { ...as, cwd: dir, stdio: 'ignore' });
+    execFileSync(
+      path.join(bin, 'initdb'),
+      ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-locale', '--no-sync'],
+      { ...as, cwd: dir, stdio: 'ignore' },
+    );
     const port = await freePort();
     const url = `postgresql://postgres@127.0.0.1:${port}`;
     const start = async () => {
       if (child) throw new Error('postgres is already running');
-      const settings = { listen_addresses: '127.0.0.1', port: String(port), unix_socket_directories: dir, fsync: 'off' };
+      const settings = {
+        listen_addresses: '127.0.0.1',
+        port: String(port),
+        unix_socket_directories: dir,
+        fsync: 'off',
+      };
       const args = ['-D', data, ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
       const started = spawn(path.join(bin, 'postgres'), args, { ...as, cwd: dir, stdio: 'ignore' });
       child = started;
@@ -181,13 +202,23 @@ export async function startServiceProcess(app: 'api' | 'worker', env: Record<str
   // Every API process serves gRPC (3002 by default): each gets a free port, so that several can run at once.
   const grpcPort = app === 'api' ? Number(env.GRPC_PORT ?? (await freePort())) : 0;
   // node itself (not the tsx CLI, which runs the script in a child): a signal must reach the service process.
-  const child: ChildProcess = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...extraNodeFlags(), '--import', 'tsx', path.join(root, `apps/${app}/src/main.ts`)], {
-    cwd: root,
-    env: { ...process.env, ...env, [app === 'api' ? 'PORT' : 'WORKER_PORT']: String(port), ...(app === 'api' ? { GRPC_PORT: String(grpcPort) } : {}), LOG_LEVEL: env.LOG_LEVEL ?? 'warn' },
-    // GATEHOOK_TEST_SERVICE_LOGS=1 shows the services' logs (LOG_LEVEL, warn by default) when a scenario needs looking
-    // into.
-    stdio: ['ignore', process.env.GATEHOOK_TEST_SERVICE_LOGS ? 'inherit' : 'ignore', 'inherit'],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...SERVICE_NODE_FLAGS, ...extraNodeFlags(), '--import', 'tsx', path.join(root, `apps/${app}/src/main.ts`)],
+    {
+      cwd: root,
+      env: {
+        ...process.env,
+        ...env,
+        [app === 'api' ? 'PORT' : 'WORKER_PORT']: String(port),
+        ...(app === 'api' ? { GRPC_PORT: String(grpcPort) } : {}),
+        LOG_LEVEL: env.LOG_LEVEL ?? 'warn',
+      },
+      // GATEHOOK_TEST_SERVICE_LOGS=1 shows the services' logs (LOG_LEVEL, warn by default) when a scenario needs looking
+      // into.
+      stdio: ['ignore', process.env.GATEHOOK_TEST_SERVICE_LOGS ? 'inherit' : 'ignore', 'inherit'],
+    },
+  );
   const exited = once(child, 'exit');
   await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 30_000, `${app} process`);
   return {

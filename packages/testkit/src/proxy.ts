@@ -28,17 +28,23 @@ export interface TestProxy {
  * a name: a target that is not an IP address is refused with 400, so a client that lets the proxy resolve shows up.
  * With `credentials` it demands Basic proxy authentication (407 otherwise).
  */
-export async function startProxy(options: { credentials?: { user: string; password: string }; tls?: { key: string; cert: string } } = {}): Promise<TestProxy> {
+export async function startProxy(
+  options: { credentials?: { user: string; password: string }; tls?: { key: string; cert: string } } = {},
+): Promise<TestProxy> {
   const requests: ConnectRequest[] = [];
   const sockets = new Set<Socket>();
   let refusal: number | null = null;
-  const expected = options.credentials ? `Basic ${Buffer.from(`${options.credentials.user}:${options.credentials.password}`).toString('base64')}` : undefined;
+  const expected = options.credentials
+    ? `Basic ${Buffer.from(`${options.credentials.user}:${options.credentials.password}`).toString('base64')}`
+    : undefined;
 
   const refuse = (_req: IncomingMessage, res: ServerResponse) => {
     res.writeHead(405).end();
   };
   // With `tls` the client speaks TLS to the proxy itself (an https:// proxy URL), then CONNECT inside it.
-  const server: Server = options.tls ? createTlsServer({ key: options.tls.key, cert: options.tls.cert }, refuse) : createServer(refuse);
+  const server: Server = options.tls
+    ? createTlsServer({ key: options.tls.key, cert: options.tls.cert }, refuse)
+    : createServer(refuse);
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -48,7 +54,9 @@ export async function startProxy(options: { credentials?: { user: string; passwo
     const authorization = req.headers['proxy-authorization'];
     const answer = (status: number) => {
       requests.push({ target, authorization, status, at: Date.now() });
-      client.end(`HTTP/1.1 ${status} ${status === 407 ? 'Proxy Authentication Required' : 'Refused'}\r\n${status === 407 ? 'Proxy-Authenticate: Basic\r\n' : ''}Content-Length: 0\r\n\r\n`);
+      client.end(
+        `HTTP/1.1 ${status} ${status === 407 ? 'Proxy Authentication Required' : 'Refused'}\r\n${status === 407 ? 'Proxy-Authenticate: Basic\r\n' : ''}Content-Length: 0\r\n\r\n`,
+      );
     };
     client.on('error', () => undefined);
     if (expected !== undefined && authorization !== expected) return answer(407);
@@ -75,7 +83,9 @@ export async function startProxy(options: { credentials?: { user: string; passwo
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  const auth = options.credentials ? `${encodeURIComponent(options.credentials.user)}:${encodeURIComponent(options.credentials.password)}@` : '';
+  const auth = options.credentials
+    ? `${encodeURIComponent(options.credentials.user)}:${encodeURIComponent(options.credentials.password)}@`
+    : '';
   return {
     url: `${options.tls ? 'https' : 'http'}://${auth}127.0.0.1:${port}`,
     port,

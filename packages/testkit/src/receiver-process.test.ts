@@ -20,10 +20,14 @@ const event = (): AuditEventData => ({
 /** POSTs `body` to `url` over a fresh connection; resolves to the status, rejects if the connection is cut. */
 function post(url: string, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', ca: testCa().pki.caPem, agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode!));
-    });
+    const req = request(
+      url,
+      { method: 'POST', ca: testCa().pki.caPem, agent: false, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -45,23 +49,33 @@ describe('startReceiverProcess', () => {
     receiver = undefined;
   });
 
-  it('runs in another process and reports the first arrival of each event id in this process\'s time', async () => {
+  it("runs in another process and reports the first arrival of each event id in this process's time", async () => {
     receiver = await startReceiverProcess();
     expect(receiver.pid).not.toBe(process.pid);
     const single = event();
     const before = performance.now();
     expect(await post(receiver.url('/single'), renderEnvelope(single))).toBe(200);
     const after = performance.now();
-    await until(async () => receiver!.arrivals.has(single.id), (has) => has);
+    await until(
+      async () => receiver!.arrivals.has(single.id),
+      (has) => has,
+    );
     const first = receiver.arrivals.get(single.id)!;
     expect(first).toBeGreaterThanOrEqual(before);
     expect(first).toBeLessThanOrEqual(after);
 
     // An ndjson body counts each of its events; a redelivered event keeps its first arrival.
     const [a, b] = [event(), event()];
-    const ndjson = packBodies('ndjson', [a, b, single].map((e) => ({ eventId: e.id, json: renderEnvelope(e) })), 100).bodies[0]!.body;
+    const ndjson = packBodies(
+      'ndjson',
+      [a, b, single].map((e) => ({ eventId: e.id, json: renderEnvelope(e) })),
+      100,
+    ).bodies[0]!.body;
     expect(await post(receiver.url('/ndjson'), ndjson)).toBe(200);
-    await until(async () => receiver!.arrivals.size, (size) => size === 3);
+    await until(
+      async () => receiver!.arrivals.size,
+      (size) => size === 3,
+    );
     expect(receiver.arrivals.get(single.id)).toBe(first);
     expect([...receiver.arrivals.keys()].sort()).toEqual([single.id, a.id, b.id].sort());
   });
@@ -76,7 +90,10 @@ describe('startReceiverProcess', () => {
     // A request sent after it is answered and recorded while the first still waits.
     const answered = event();
     expect(await post(receiver.url('/ok'), renderEnvelope(answered))).toBe(200);
-    await until(async () => receiver!.arrivals.has(answered.id), (has) => has);
+    await until(
+      async () => receiver!.arrivals.has(answered.id),
+      (has) => has,
+    );
     expect(receiver.arrivals.has(hanging.id)).toBe(false);
 
     const { pid } = receiver;

@@ -50,7 +50,10 @@ export async function startReceiverProcess(options: { hang?: HangPaths } = {}): 
   const exited = once(child, 'exit');
   const arrivals = new Map<string, number>();
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`receiver process did not listen within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new Error(`receiver process did not listen within ${START_TIMEOUT_MS} ms`)),
+      START_TIMEOUT_MS,
+    );
     child.on('message', (report: ReceiverReport) => {
       if (report.type === 'listening') {
         clearTimeout(timer);

@@ -62,7 +62,8 @@ export async function startReceiver(
   let maxInFlight = 0;
 
   // With `clientCa`, only clients presenting a certificate of that CA complete the handshake (mTLS).
-  const mtls = options.clientCa === undefined ? {} : { ca: options.clientCa, requestCert: true, rejectUnauthorized: true };
+  const mtls =
+    options.clientCa === undefined ? {} : { ca: options.clientCa, requestCert: true, rejectUnauthorized: true };
   const server: Server = createServer({ key: pki.keyPem, cert: pki.certPem, ...mtls }, (req, res) => {
     const chunks: Buffer[] = [];
     inFlight += 1;
@@ -112,7 +113,8 @@ export async function startReceiver(
     async waitFor(predicate, timeoutMs = 15_000) {
       const deadline = Date.now() + timeoutMs;
       while (!predicate(requests)) {
-        if (Date.now() > deadline) throw new Error(`receiver: condition not met within ${timeoutMs} ms (${requests.length} requests)`);
+        if (Date.now() > deadline)
+          throw new Error(`receiver: condition not met within ${timeoutMs} ms (${requests.length} requests)`);
         await new Promise((r) => setTimeout(r, 25));
       }
     },

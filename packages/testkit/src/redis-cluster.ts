@@ -56,7 +56,9 @@ function alive(pid: number): boolean {
  * Starts `masters` masters with `replicasPerMaster` replicas each (redis-server --cluster-enabled, no persistence,
  * daemonized with a pid file in a temp dir), creates the cluster and waits until every node says it is ok.
  */
-export async function startRedisCluster(options: { masters?: number; replicasPerMaster?: number; nodeTimeoutMs?: number } = {}): Promise<TestRedisCluster> {
+export async function startRedisCluster(
+  options: { masters?: number; replicasPerMaster?: number; nodeTimeoutMs?: number } = {},
+): Promise<TestRedisCluster> {
   const masters = options.masters ?? 3;
   const replicasPerMaster = options.replicasPerMaster ?? 0;
   const count = masters * (1 + replicasPerMaster);
@@ -80,17 +82,50 @@ export async function startRedisCluster(options: { masters?: number; replicasPer
   try {
     for (const port of ports) {
       await run('redis-server', [
-        '--port', String(port), '--bind', '127.0.0.1',
-        '--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, `nodes-${port}.conf`),
-        '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 2_000),
-        '--save', '', '--appendonly', 'no', '--dir', dir,
-        '--daemonize', 'yes', '--pidfile', path.join(dir, `redis-${port}.pid`), '--logfile', path.join(dir, `redis-${port}.log`),
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        path.join(dir, `nodes-${port}.conf`),
+        '--cluster-node-timeout',
+        String(options.nodeTimeoutMs ?? 2_000),
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--daemonize',
+        'yes',
+        '--pidfile',
+        path.join(dir, `redis-${port}.pid`),
+        '--logfile',
+        path.join(dir, `redis-${port}.log`),
       ]);
     }
-    for (const port of ports) await waitFor(async () => (await cli(port, 'ping')).trim() === 'PONG', 10_000, `redis ${port}`);
-    await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicasPerMaster), '--cluster-yes'], { timeout: 30_000 });
+    for (const port of ports)
+      await waitFor(async () => (await cli(port, 'ping')).trim() === 'PONG', 10_000, `redis ${port}`);
+    await run(
+      'redis-cli',
+      [
+        '--cluster',
+        'create',
+        ...ports.map((p) => `127.0.0.1:${p}`),
+        '--cluster-replicas',
+        String(replicasPerMaster),
+        '--cluster-yes',
+      ],
+      { timeout: 30_000 },
+    );
     for (const port of ports) {
-      await waitFor(async () => (await cli(port, 'cluster', 'info')).includes('cluster_state:ok'), 20_000, `cluster state of ${port}`);
+      await waitFor(
+        async () => (await cli(port, 'cluster', 'info')).includes('cluster_state:ok'),
+        20_000,
+        `cluster state of ${port}`,
+      );
     }
   } catch (error) {
     await stopAll();
@@ -98,7 +133,9 @@ export async function startRedisCluster(options: { masters?: number; replicasPer
     throw error;
   }
   // redis-cli gives the first `masters` addresses the slots and makes the others their replicas.
-  const roles = await Promise.all(ports.map(async (port) => ((await cli(port, 'role')).split('\n')[0]!.trim() === 'master' ? 'master' : 'replica')));
+  const roles = await Promise.all(
+    ports.map(async (port) => ((await cli(port, 'role')).split('\n')[0]!.trim() === 'master' ? 'master' : 'replica')),
+  );
   let closed = false;
   return {
     seeds: ports.map((port) => `redis://127.0.0.1:${port}`),

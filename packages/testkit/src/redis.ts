@@ -16,7 +16,10 @@ export function testRedis(profile: ConnectionProfile = { maxRetriesPerRequest: n
 }
 
 /** Runs a command on every master (a cluster's, or the one server): KEYS, SCRIPT FLUSH and the like. */
-export async function onEveryMaster<T>(connection: RedisConnection, command: (node: RedisConnection) => Promise<T>): Promise<T[]> {
+export async function onEveryMaster<T>(
+  connection: RedisConnection,
+  command: (node: RedisConnection) => Promise<T>,
+): Promise<T[]> {
   const nodes = 'nodes' in connection ? (connection as Cluster).nodes('master') : [connection];
   return Promise.all(nodes.map((node) => command(node)));
 }

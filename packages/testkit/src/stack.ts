@@ -20,7 +20,11 @@ export interface Stack {
   /** Starts an HTTPS receiver that the stack closes with itself. */
   receiver(reply?: ReplyFn, options?: { clientCa?: string }): Promise<TestReceiver>;
   /** Creates a webhook pointing at a receiver; returns its id and signing secret. */
-  webhook(receiver: TestReceiver, body?: Record<string, unknown>, path?: string): Promise<{ id: string; secret: string }>;
+  webhook(
+    receiver: TestReceiver,
+    body?: Record<string, unknown>,
+    path?: string,
+  ): Promise<{ id: string; secret: string }>;
   /**
    * Writes a webhook row behind the API's back (a stored value the API would refuse today) and, like every
    * writer of webhook configuration, announces it to the workers' caches.
@@ -35,7 +39,11 @@ export interface Stack {
    */
   settle(eventIds: readonly string[], timeoutMs?: number): Promise<void>;
   /** Polls the API until a delivery list satisfies `predicate`. */
-  deliveries(webhookId: string, predicate: (items: DeliveryView[]) => boolean, timeoutMs?: number): Promise<DeliveryView[]>;
+  deliveries(
+    webhookId: string,
+    predicate: (items: DeliveryView[]) => boolean,
+    timeoutMs?: number,
+  ): Promise<DeliveryView[]>;
   close(): Promise<void>;
 }
 
@@ -55,7 +63,11 @@ export interface DeliveryView {
  */
 export async function startStack(
   env: Record<string, string> = {},
-  options: { reconcilerGrace?: { eventsMs: number; deliveriesMs: number }; logLines?: string[]; lookup?: HostLookup } = {},
+  options: {
+    reconcilerGrace?: { eventsMs: number; deliveriesMs: number };
+    logLines?: string[];
+    lookup?: HostLookup;
+  } = {},
 ): Promise<Stack> {
   const database = await createTestDatabase();
   const config = testConfig({
@@ -69,7 +81,11 @@ export async function startStack(
     ...env,
   });
   const tracing = await startTracing(config, 'gatehook-test');
-  const api = await startTestApi({ config, ...(options.logLines ? { logLines: options.logLines } : {}), ...(options.lookup ? { lookup: options.lookup } : {}) });
+  const api = await startTestApi({
+    config,
+    ...(options.logLines ? { logLines: options.logLines } : {}),
+    ...(options.lookup ? { lookup: options.lookup } : {}),
+  });
   const engine = await startTestEngine(config, options);
   const org = await createTestOrg(api.db);
   const receivers: TestReceiver[] = [];
@@ -85,7 +101,10 @@ export async function startStack(
       return started;
     },
     async webhook(receiver, body = {}, path = '/hook') {
-      const r = await api.call('POST', '/webhooks', { key: org.admin, body: { name: 'test', url: receiver.url(path), events: ['*'], ...body } });
+      const r = await api.call('POST', '/webhooks', {
+        key: org.admin,
+        body: { name: 'test', url: receiver.url(path), events: ['*'], ...body },
+      });
       if (r.status !== 201) throw new Error(`webhook create failed: ${r.status} ${r.text}`);
       return { id: r.body.id, secret: r.body.secret };
     },
@@ -109,7 +128,11 @@ export async function startStack(
             api.db.pendingFanout.count({ where: { orgId: org.orgId, eventId: { in: ids } } }),
             api.db.batchItem.count({ where: { orgId: org.orgId, eventId: { in: ids } } }),
             api.db.delivery.count({
-              where: { orgId: org.orgId, eventIds: { hasSome: ids }, OR: [{ status: { in: ['pending', 'retrying'] } }, { leasedUntil: { not: null } }] },
+              where: {
+                orgId: org.orgId,
+                eventIds: { hasSome: ids },
+                OR: [{ status: { in: ['pending', 'retrying'] } }, { leasedUntil: { not: null } }],
+              },
             }),
           ]);
           return unclaimed + buffered + open;
@@ -124,7 +147,10 @@ export async function startStack(
         const r = await api.call('GET', `/webhooks/${webhookId}/deliveries?limit=100`, { key: org.admin });
         const items = (r.body?.items ?? []) as DeliveryView[];
         if (predicate(items)) return items;
-        if (Date.now() > deadline) throw new Error(`deliveries: condition not met within ${timeoutMs} ms: ${JSON.stringify(items.map((d) => [d.status, d.attempt_count]))}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `deliveries: condition not met within ${timeoutMs} ms: ${JSON.stringify(items.map((d) => [d.status, d.attempt_count]))}`,
+          );
         await new Promise((r2) => setTimeout(r2, 50));
       }
     },

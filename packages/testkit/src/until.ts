@@ -13,7 +13,10 @@ export interface WaitOptions {
  * returns `true`); throws after the timeout. A probe that throws fails the wait at once: wrap it to mean "not yet"
  * (`() => ping().catch(() => false)`). For asserting on state that an asynchronous step settles.
  */
-export async function waitFor<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, options: WaitOptions = {}): Promise<T> {
+export async function waitFor<T>(
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  options: WaitOptions = {},
+): Promise<T> {
   const { timeoutMs = 15_000, everyMs = 50, what = 'condition' } = options;
   const deadline = Date.now() + timeoutMs;
   for (;;) {

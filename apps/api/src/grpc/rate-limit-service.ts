@@ -63,8 +63,15 @@ export class RpcError extends Error {
 
 // Entry keys: the check's attributes, single-valued ones by their own name, each list by its singular.
 const SINGLE_KEYS = new Set(['tool_key', 'user_id', 'agent_slug', 'agent_instance_id', 'mcp_id']);
-const LIST_KEYS: Readonly<Record<string, string>> = { group: 'groups', agent_slug_tag_id: 'agent_slug_tag_ids', mcp_tag_id: 'mcp_tag_ids', tool_tag_id: 'tool_tag_ids' };
-const ENTRY_OF_FIELD: Readonly<Record<string, string>> = Object.fromEntries(Object.entries(LIST_KEYS).map(([entry, field]) => [field, entry]));
+const LIST_KEYS: Readonly<Record<string, string>> = {
+  group: 'groups',
+  agent_slug_tag_id: 'agent_slug_tag_ids',
+  mcp_tag_id: 'mcp_tag_ids',
+  tool_tag_id: 'tool_tag_ids',
+};
+const ENTRY_OF_FIELD: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries(LIST_KEYS).map(([entry, field]) => [field, entry]),
+);
 const KNOWN_KEYS = [...SINGLE_KEYS, ...Object.keys(LIST_KEYS)].join(', ');
 
 const invalid = (message: string) => new RpcError(GrpcStatus.INVALID_ARGUMENT, message);
@@ -77,7 +84,12 @@ function quoted(key: string): string {
 /** An HTTP check's field issue in the words of the descriptor: `groups.2` is the third `group` entry. */
 function entryIssue(index: number, issue: FieldIssue): string {
   const [field, position] = issue.path.split('.');
-  const name = field === 'cost' ? 'hits_addend' : field && ENTRY_OF_FIELD[field] ? `${ENTRY_OF_FIELD[field]} value ${Number(position) + 1}` : (field ?? 'entries');
+  const name =
+    field === 'cost'
+      ? 'hits_addend'
+      : field && ENTRY_OF_FIELD[field]
+        ? `${ENTRY_OF_FIELD[field]} value ${Number(position) + 1}`
+        : (field ?? 'entries');
   return `descriptors[${index}]: ${name}: ${issue.message}`;
 }
 
@@ -103,7 +115,8 @@ export function toolCallsOf(request: RateLimitRequest | typeof UNDECODABLE): Too
   if (request.domain !== RLS_DOMAIN) throw invalid(`domain must be ${RLS_DOMAIN}`);
   const descriptors = request.descriptors ?? [];
   if (descriptors.length === 0) throw invalid('at least one descriptor is required');
-  if (descriptors.length > MAX_DESCRIPTORS) throw invalid(`at most ${MAX_DESCRIPTORS} descriptors per request (got ${descriptors.length})`);
+  if (descriptors.length > MAX_DESCRIPTORS)
+    throw invalid(`at most ${MAX_DESCRIPTORS} descriptors per request (got ${descriptors.length})`);
   const calls: ToolCall[] = new Array(descriptors.length);
   for (let d = 0; d < descriptors.length; d += 1) {
     const body: Record<string, unknown> = { cost: costOf(request, d) };
@@ -173,7 +186,10 @@ export function responseOf(decisions: readonly Decision[]): RateLimitResponse {
   const headers: RateLimitResponse['response_headers_to_add'] = [];
   const fields = decisions[0] ? rateLimitFields(decisions[0]) : null;
   if (fields) {
-    headers.push({ key: 'RateLimit-Policy', value: fields['RateLimit-Policy'] }, { key: 'RateLimit', value: fields.RateLimit });
+    headers.push(
+      { key: 'RateLimit-Policy', value: fields['RateLimit-Policy'] },
+      { key: 'RateLimit', value: fields.RateLimit },
+    );
   }
   if (denied) headers.push({ key: 'retry-after', value: String(secondsUntil(longestWait, 0)) });
   return { overall_code: denied ? 'OVER_LIMIT' : 'OK', statuses, response_headers_to_add: headers };
@@ -187,7 +203,13 @@ function statusOf(error: unknown, logger: Logger): RpcError {
     if (error.code === 'forbidden') return new RpcError(GrpcStatus.PERMISSION_DENIED, error.message);
     if (error.code === 'unavailable') return new RpcError(GrpcStatus.UNAVAILABLE, error.message);
   }
-  logger.error({ err: error instanceof Error ? error.message : String(error), stack: error instanceof Error ? error.stack : undefined }, 'ShouldRateLimit failed');
+  logger.error(
+    {
+      err: error instanceof Error ? error.message : String(error),
+      stack: error instanceof Error ? error.stack : undefined,
+    },
+    'ShouldRateLimit failed',
+  );
   return new RpcError(GrpcStatus.INTERNAL, 'internal error');
 }
 
@@ -225,7 +247,10 @@ function metadataText(call: ServerUnaryCall<unknown, unknown>, key: string): str
  * check_rate_limits), the descriptors validated, then checked in order, in a server span per call.
  */
 export function shouldRateLimitHandler(deps: RateLimitServiceDeps) {
-  return (call: ServerUnaryCall<RateLimitRequest | typeof UNDECODABLE, RateLimitResponse>, callback: sendUnaryData<RateLimitResponse>): void => {
+  return (
+    call: ServerUnaryCall<RateLimitRequest | typeof UNDECODABLE, RateLimitResponse>,
+    callback: sendUnaryData<RateLimitResponse>,
+  ): void => {
     const trace = { traceparent: metadataText(call, 'traceparent'), tracestate: metadataText(call, 'tracestate') };
     traceRpc(trace, RLS_SERVICE, RLS_METHOD, (end) => {
       const fail = (error: unknown) => {

@@ -8,7 +8,13 @@ import {
   type ServiceDefinition,
 } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { RLS_METHOD, RLS_SERVICE, shouldRateLimitHandler, UNDECODABLE, type RateLimitServiceDeps } from './rate-limit-service';
+import {
+  RLS_METHOD,
+  RLS_SERVICE,
+  shouldRateLimitHandler,
+  UNDECODABLE,
+  type RateLimitServiceDeps,
+} from './rate-limit-service';
 
 /** What one client may cost the gRPC server: sizes, streams, and how long a call or a quiet connection may last. */
 export const GRPC_LIMITS = {
@@ -34,7 +40,13 @@ const PROTO_DIR = path.join(__dirname, 'proto');
  * {@link UNDECODABLE} for the handler to answer INVALID_ARGUMENT (grpc-js would answer INTERNAL).
  */
 function rateLimitServiceDefinition(): ServiceDefinition {
-  const loaded = loadSync('envoy/service/ratelimit/v3/rls.proto', { includeDirs: [PROTO_DIR], keepCase: true, longs: Number, enums: String, defaults: false });
+  const loaded = loadSync('envoy/service/ratelimit/v3/rls.proto', {
+    includeDirs: [PROTO_DIR],
+    keepCase: true,
+    longs: Number,
+    enums: String,
+    defaults: false,
+  });
   const service = loaded[RLS_SERVICE] as ServiceDefinition;
   const method = service[RLS_METHOD]!;
   const decode = method.requestDeserialize;
@@ -57,26 +69,35 @@ function rateLimitServiceDefinition(): ServiceDefinition {
  * client that opens calls and sends nothing, or trickles a message, cannot keep them open. The caller's own
  * deadline (grpc-timeout), when shorter, ends it sooner.
  */
-const requestArrival = (withinMs: number): ServerInterceptor => (_method, call) => {
-  let timer: NodeJS.Timeout | undefined;
-  const stop = () => clearTimeout(timer);
-  return new ServerInterceptingCall(call, {
-    start(next) {
-      timer = setTimeout(() => call.sendStatus({ code: GrpcStatus.DEADLINE_EXCEEDED, details: `the request message did not arrive within ${withinMs} ms` }), withinMs);
-      next({
-        onReceiveMessage(message, pass) {
-          stop();
-          pass(message);
-        },
-        onCancel: stop,
-      });
-    },
-    sendStatus(status, pass) {
-      stop();
-      pass(status);
-    },
-  });
-};
+const requestArrival =
+  (withinMs: number): ServerInterceptor =>
+  (_method, call) => {
+    let timer: NodeJS.Timeout | undefined;
+    const stop = () => clearTimeout(timer);
+    return new ServerInterceptingCall(call, {
+      start(next) {
+        timer = setTimeout(
+          () =>
+            call.sendStatus({
+              code: GrpcStatus.DEADLINE_EXCEEDED,
+              details: `the request message did not arrive within ${withinMs} ms`,
+            }),
+          withinMs,
+        );
+        next({
+          onReceiveMessage(message, pass) {
+            stop();
+            pass(message);
+          },
+          onCancel: stop,
+        });
+      },
+      sendStatus(status, pass) {
+        stop();
+        pass(status);
+      },
+    });
+  };
 
 export interface GrpcServerOptions extends RateLimitServiceDeps {
   port: number;
@@ -108,10 +129,16 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   });
   server.addService(rateLimitServiceDefinition(), { [RLS_METHOD]: shouldRateLimitHandler(options) });
   const credentials = options.tls
-    ? ServerCredentials.createSsl(null, [{ cert_chain: options.tls.certChain, private_key: options.tls.privateKey }], false)
+    ? ServerCredentials.createSsl(
+        null,
+        [{ cert_chain: options.tls.certChain, private_key: options.tls.privateKey }],
+        false,
+      )
     : ServerCredentials.createInsecure();
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${options.host ?? '0.0.0.0'}:${options.port}`, credentials, (error, bound) => (error ? reject(error) : resolve(bound)));
+    server.bindAsync(`${options.host ?? '0.0.0.0'}:${options.port}`, credentials, (error, bound) =>
+      error ? reject(error) : resolve(bound),
+    );
   });
   let closing: Promise<void> | undefined;
   return {

@@ -35,6 +35,9 @@ export function auditFields(actor: Actor, resource: AuditedResource) {
     resourceType: resource.type,
     resourceId: resource.id,
     resourceDisplayName: resource.name,
-    payload: { [`${resource.payloadKey}_id`]: resource.id, [`${resource.payloadKey}_name`]: resource.name } as Record<string, unknown>,
+    payload: { [`${resource.payloadKey}_id`]: resource.id, [`${resource.payloadKey}_name`]: resource.name } as Record<
+      string,
+      unknown
+    >,
   };
 }

@@ -42,7 +42,11 @@ export class ApiKeyCache {
 }
 
 /** Tells every API process that these keys changed (revoked, role or permissions). Call after the change commits. */
-export function announceApiKeyChange(redis: RedisConnection, prefix: string, keyHashes: readonly string[]): Promise<void> {
+export function announceApiKeyChange(
+  redis: RedisConnection,
+  prefix: string,
+  keyHashes: readonly string[],
+): Promise<void> {
   return publishInvalidation(redis, prefix, API_KEYS_TOPIC, keyHashes);
 }
 
@@ -52,7 +56,11 @@ export function announceApiKeyChange(redis: RedisConnection, prefix: string, key
  * staleness until then).
  */
 export async function startApiKeyCache(config: Config, db: Db, bus: InvalidationBus): Promise<ApiKeyCache> {
-  const cache = new ApiKeyCache(db, { max: config.API_KEY_CACHE_MAX, missMax: config.API_KEY_MISS_CACHE_MAX, ttlMs: config.API_KEY_CACHE_TTL_MS });
+  const cache = new ApiKeyCache(db, {
+    max: config.API_KEY_CACHE_MAX,
+    missMax: config.API_KEY_MISS_CACHE_MAX,
+    ttlMs: config.API_KEY_CACHE_TTL_MS,
+  });
   const following = cache.follow(bus);
   following.catch(() => undefined);
   await within(following, 2_000).catch(() => undefined);

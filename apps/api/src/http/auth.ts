@@ -4,7 +4,8 @@ import { AppError } from '@gatehook/core/errors';
 import type { ApiKeyCache } from './api-keys';
 
 /** What a route requires of its caller. */
-export type Access = { kind: 'public' } | { kind: 'key' } | { kind: 'admin' } | { kind: 'permission'; permission: Permission };
+export type Access =
+  { kind: 'public' } | { kind: 'key' } | { kind: 'admin' } | { kind: 'permission'; permission: Permission };
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
@@ -23,7 +24,8 @@ export function authenticate(keys: ApiKeyCache, req: IncomingMessage): Principal
 /** {@link authenticate} on the value of an `authorization` header or gRPC metadata entry. */
 export function authenticateBearer(keys: ApiKeyCache, header: string | undefined): Principal | Promise<Principal> {
   const token = BEARER.exec(header ?? '')?.[1];
-  if (!token || !looksLikeApiKey(token)) throw new AppError('unauthorized', 'A valid API key is required (Authorization: Bearer ghk_...)');
+  if (!token || !looksLikeApiKey(token))
+    throw new AppError('unauthorized', 'A valid API key is required (Authorization: Bearer ghk_...)');
   const principal = keys.principalOf(token);
   if (principal === null) throw unknownKey();
   if (principal instanceof Promise) {

@@ -21,7 +21,9 @@ export interface CheckPathDeps {
  */
 export function checkAnswer(decision: Decision): FastAnswer {
   const fields = rateLimitFields(decision);
-  return fields ? { status: 200, body: toDecisionView(decision), headers: fields } : { status: 200, body: toDecisionView(decision) };
+  return fields
+    ? { status: 200, body: toDecisionView(decision), headers: fields }
+    : { status: 200, body: toDecisionView(decision) };
 }
 
 /**

@@ -8,7 +8,8 @@ export const CONSOLE_DIST = path.resolve(__dirname, '../../../console/dist');
 
 // Only this origin: the console bundles its fonts, icons and logos (CONTRACT 13). Inline styles are React's
 // style attributes; scripts stay 'self' only.
-const CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+const CSP =
+  "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 /**
  * Serves the console at /console (CONTRACT 13): its static files, and index.html for the client-side routes.
@@ -24,7 +25,12 @@ export function consoleRouter(dist = CONSOLE_DIST): Router {
   router.use(express.static(dist, { index: false, immutable: true, maxAge: '365d' }));
   router.get(/.*/, (_req, res, next) => {
     if (!existsSync(index)) {
-      next(new AppError('not_found', 'The console is not built: run `pnpm --filter @gatehook/console build` (pnpm install does it)'));
+      next(
+        new AppError(
+          'not_found',
+          'The console is not built: run `pnpm --filter @gatehook/console build` (pnpm install does it)',
+        ),
+      );
       return;
     }
     res.set('cache-control', 'no-cache').sendFile(index);

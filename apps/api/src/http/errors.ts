@@ -38,10 +38,15 @@ function fromHttpError(error: { status?: unknown; statusCode?: unknown }): AppEr
  * with Retry-After, anything else a 500 without details (logged, with the route template, never the URL).
  */
 export function toAppError(error: unknown, logger: Logger, method: string, path: string): AppError {
-  let appError = error instanceof AppError ? error : (fromParserError(error as { type?: string }) ?? fromHttpError((error ?? {}) as { status?: unknown }));
+  let appError =
+    error instanceof AppError
+      ? error
+      : (fromParserError(error as { type?: string }) ?? fromHttpError((error ?? {}) as { status?: unknown }));
   if (!appError && isDatabaseUnavailable(error)) {
     logger.warn({ method, path }, 'database unavailable');
-    appError = new AppError('unavailable', 'The service is temporarily unavailable; retry later', undefined, { 'retry-after': '5' });
+    appError = new AppError('unavailable', 'The service is temporarily unavailable; retry later', undefined, {
+      'retry-after': '5',
+    });
   }
   if (!appError) {
     logger.error({ err: error, method, path }, 'unhandled error');
@@ -53,7 +58,11 @@ export function toAppError(error: unknown, logger: Logger, method: string, path:
 /** Writes an error as CONTRACT section 3's shape on a bare response (the check path, outside Express). */
 export function sendError(res: ServerResponse, appError: AppError): void {
   const body = JSON.stringify(errorBody(appError));
-  res.writeHead(appError.status, { ...appError.headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  res.writeHead(appError.status, {
+    ...appError.headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+  });
   res.end(body);
 }
 

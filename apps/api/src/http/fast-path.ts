@@ -104,7 +104,12 @@ export function fastHandler(keys: ApiKeyCache, def: FastRoute): FastHandler {
     readBody(req, def.maxBodyBytes, fail, (raw) => run(res, fail, principal, raw));
   };
 
-  return { path: def.path, timed: def.timed ?? false, handle, route: (req, res, next) => handle(req, res, () => next(), next) };
+  return {
+    path: def.path,
+    timed: def.timed ?? false,
+    handle,
+    route: (req, res, next) => handle(req, res, () => next(), next),
+  };
 }
 
 /**
@@ -146,7 +151,12 @@ export function withFastPaths(
   };
 }
 
-function readBody(req: IncomingMessage, maxBytes: number, fail: (error: unknown) => void, done: (raw: string) => void): void {
+function readBody(
+  req: IncomingMessage,
+  maxBytes: number,
+  fail: (error: unknown) => void,
+  done: (raw: string) => void,
+): void {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > maxBytes) {
     req.resume();

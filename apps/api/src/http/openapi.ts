@@ -2,7 +2,10 @@ import { z } from 'zod';
 import type { AnyRoute } from './route';
 
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
-  const out = z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any' }) as Record<string, unknown>;
+  const out = z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
   delete out.$schema;
   return out;
 }
@@ -32,7 +35,9 @@ export function buildOpenApi(routes: readonly AnyRoute[], version: string): Reco
           status,
           {
             description: response.description,
-            ...(response.schema ? { content: { 'application/json': { schema: jsonSchema(response.schema, 'output') } } } : {}),
+            ...(response.schema
+              ? { content: { 'application/json': { schema: jsonSchema(response.schema, 'output') } } }
+              : {}),
           },
         ]),
       ),
@@ -41,7 +46,10 @@ export function buildOpenApi(routes: readonly AnyRoute[], version: string): Reco
     if (route.access.kind === 'admin') operation['x-role'] = 'admin';
     const body = route.bodyDoc ?? route.body;
     if (body) {
-      operation.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(body, 'input') } } };
+      operation.requestBody = {
+        required: true,
+        content: { 'application/json': { schema: jsonSchema(body, 'input') } },
+      };
     }
     (paths[route.path] ??= {})[route.method] = operation;
   }
@@ -50,10 +58,13 @@ export function buildOpenApi(routes: readonly AnyRoute[], version: string): Reco
     info: {
       title: 'Gatehook API',
       version,
-      description: 'Webhook delivery of audit events and rate limit rules. Errors: {"error":{"code","message","details"}}.',
+      description:
+        'Webhook delivery of audit events and rate limit rules. Errors: {"error":{"code","message","details"}}.',
     },
     components: {
-      securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'An API key: ghk_ followed by 43 characters' } },
+      securitySchemes: {
+        apiKey: { type: 'http', scheme: 'bearer', description: 'An API key: ghk_ followed by 43 characters' },
+      },
     },
     paths,
   };

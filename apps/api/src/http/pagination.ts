@@ -23,7 +23,9 @@ function decode<T>(value: string, schema: z.ZodType<T>): T {
   try {
     return schema.parse(JSON.parse(Buffer.from(value, 'base64url').toString('utf8')));
   } catch {
-    throw new AppError('bad_request', 'Invalid query parameter', [{ path: 'cursor', message: 'not a cursor returned by this API' }]);
+    throw new AppError('bad_request', 'Invalid query parameter', [
+      { path: 'cursor', message: 'not a cursor returned by this API' },
+    ]);
   }
 }
 
@@ -71,7 +73,12 @@ export function byCreatedAt(
     after(value) {
       const cursor = decodeCursor(value);
       return cursor
-        ? { OR: [{ createdAt: after(cursor.createdAt, direction) }, { createdAt: cursor.createdAt, id: after(cursor.id, direction) }] }
+        ? {
+            OR: [
+              { createdAt: after(cursor.createdAt, direction) },
+              { createdAt: cursor.createdAt, id: after(cursor.id, direction) },
+            ],
+          }
         : {};
     },
     orderBy: [{ createdAt: direction }, { id: direction }],

@@ -28,7 +28,11 @@ type Out<T> = T extends z.ZodType ? z.output<T> : undefined;
  * One route: its path, access rule and zod schemas. The same definition validates requests, authorises the
  * caller and generates /openapi.json, so the documentation cannot drift from what is enforced.
  */
-export interface RouteDef<P extends z.ZodType | undefined = undefined, Q extends z.ZodType | undefined = undefined, B extends z.ZodType | undefined = undefined> {
+export interface RouteDef<
+  P extends z.ZodType | undefined = undefined,
+  Q extends z.ZodType | undefined = undefined,
+  B extends z.ZodType | undefined = undefined,
+> {
   method: 'get' | 'post' | 'patch' | 'delete';
   /** OpenAPI-style path, e.g. `/webhooks/{id}`. */
   path: string;
@@ -49,9 +53,11 @@ export interface RouteDef<P extends z.ZodType | undefined = undefined, Q extends
 export type AnyRoute = RouteDef<z.ZodType | undefined, z.ZodType | undefined, z.ZodType | undefined>;
 
 /** Declares a route with its types inferred from its schemas. */
-export function defineRoute<P extends z.ZodType | undefined = undefined, Q extends z.ZodType | undefined = undefined, B extends z.ZodType | undefined = undefined>(
-  def: RouteDef<P, Q, B>,
-): AnyRoute {
+export function defineRoute<
+  P extends z.ZodType | undefined = undefined,
+  Q extends z.ZodType | undefined = undefined,
+  B extends z.ZodType | undefined = undefined,
+>(def: RouteDef<P, Q, B>): AnyRoute {
   return def as unknown as AnyRoute;
 }
 
@@ -59,10 +65,18 @@ export function defineRoute<P extends z.ZodType | undefined = undefined, Q exten
  * Mounts routes on an Express router: auth, management throttling (CONTRACT 14; null when turned off), then params,
  * query and body validation, then the handler.
  */
-export function mountRoutes(router: Router, keys: ApiKeyCache, throttle: ManagementThrottle | null, routes: readonly AnyRoute[]): void {
+export function mountRoutes(
+  router: Router,
+  keys: ApiKeyCache,
+  throttle: ManagementThrottle | null,
+  routes: readonly AnyRoute[],
+): void {
   for (const route of routes) {
     const expressPath = route.path.replace(/\{(\w+)\}/g, ':$1');
-    const throttled = throttle && route.access.kind !== 'public' && !UNTHROTTLED_ROUTES.has(`${route.method} ${route.path}`) ? throttle : null;
+    const throttled =
+      throttle && route.access.kind !== 'public' && !UNTHROTTLED_ROUTES.has(`${route.method} ${route.path}`)
+        ? throttle
+        : null;
     router[route.method](expressPath, async (req: Request, res: Response, next: NextFunction) => {
       try {
         let principal = null as unknown as Principal;

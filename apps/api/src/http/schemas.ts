@@ -18,11 +18,13 @@ export function errorResponses(...statuses: number[]): Record<number, { descript
     400: 'Malformed request',
     401: 'Missing, unknown or revoked API key',
     403: 'The key lacks the permission or role',
-    404: 'Unknown id, or another organisation\'s resource',
+    404: "Unknown id, or another organisation's resource",
     409: 'The resource is not in a state that allows this',
     413: 'Request body too large',
     422: 'A field rule is broken; details[].path names the field',
     429: 'Throttled; Retry-After says when to try again',
   };
-  return Object.fromEntries(statuses.map((s) => [s, { description: descriptions[s] ?? 'Error', schema: errorResponseSchema }]));
+  return Object.fromEntries(
+    statuses.map((s) => [s, { description: descriptions[s] ?? 'Error', schema: errorResponseSchema }]),
+  );
 }

@@ -36,13 +36,23 @@ export class ManagementThrottle {
   constructor(options: ThrottleOptions) {
     const budget = budgetOf({ limit: options.perSecond, windowSeconds: 1, burst: options.burst });
     this.limits = [{ calls: budget.calls, windowMs: budget.windowMs, deny: true }];
-    this.counters = new FailoverStore(options.store, { failMode: 'open', subject: 'management API throttling', ...(options.logger ? { logger: options.logger } : {}) });
+    this.counters = new FailoverStore(options.store, {
+      failMode: 'open',
+      subject: 'management API throttling',
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
   }
 
   /** Counts one request of the key; throws 429 when its budget is spent. Synchronous with the memory store. */
   admit(principal: Principal): void | Promise<void> {
     // Never a rule's counter: rules own their counters by their uuid.
-    const decided = this.counters.decide({ orgId: principal.orgId, owners: THROTTLE_OWNER, keys: [principal.keyId], limits: this.limits, cost: 1 });
+    const decided = this.counters.decide({
+      orgId: principal.orgId,
+      owners: THROTTLE_OWNER,
+      keys: [principal.keyId],
+      limits: this.limits,
+      cost: 1,
+    });
     if (decided instanceof Promise) return decided.then((d) => this.verdict(d));
     this.verdict(decided);
   }
@@ -51,7 +61,9 @@ export class ManagementThrottle {
     if (decided === 'closed' || decided.result.allowed) return;
     const { now, outcomes } = decided.result;
     const seconds = Math.max(1, Math.ceil((outcomes[0]!.resetAt - now) / 1000));
-    throw new AppError('rate_limited', `Too many requests for this API key; retry in ${seconds} s`, undefined, { 'retry-after': String(seconds) });
+    throw new AppError('rate_limited', `Too many requests for this API key; retry in ${seconds} s`, undefined, {
+      'retry-after': String(seconds),
+    });
   }
 
   /** Releases the fallback counters; the store belongs to the caller. */

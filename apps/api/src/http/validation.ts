@@ -41,7 +41,10 @@ export function objectBody(req: Request): Record<string, unknown> {
   const body: unknown = req.body;
   if (body === undefined) {
     const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
-    throw new AppError('bad_request', hasBody ? 'The request body must be sent as application/json' : 'A JSON body is required');
+    throw new AppError(
+      'bad_request',
+      hasBody ? 'The request body must be sent as application/json' : 'A JSON body is required',
+    );
   }
   return asObject(body);
 }
@@ -65,7 +68,8 @@ export function parseBody<T extends z.ZodType>(schema: T, req: Request): z.outpu
 /** parseBody's checks on a body already parsed and known to be an object. */
 export function validateObject<T extends z.ZodType>(schema: T, body: Record<string, unknown>): z.output<T> {
   const unstorable = findUnstorable(body);
-  if (unstorable?.tooLarge) throw new AppError('payload_too_large', 'The request body has too many JSON values', [unstorable]);
+  if (unstorable?.tooLarge)
+    throw new AppError('payload_too_large', 'The request body has too many JSON values', [unstorable]);
   if (unstorable) throw validationError([unstorable]);
   const result = schema.safeParse(body);
   if (!result.success) throw validationError(issuesToDetails(result.error.issues));

@@ -9,7 +9,10 @@ import { objectBody } from '../http/validation';
 import { errorResponses } from '../http/schemas';
 
 const ingestResponse = z.object({ accepted: z.number().int(), ids: z.array(z.uuid()) });
-const ingestBodyDoc = z.union([z.object({ events: z.array(auditEventInputSchema).min(1).max(MAX_EVENTS_PER_REQUEST) }), auditEventInputSchema]);
+const ingestBodyDoc = z.union([
+  z.object({ events: z.array(auditEventInputSchema).min(1).max(MAX_EVENTS_PER_REQUEST) }),
+  auditEventInputSchema,
+]);
 
 /** The route of ingestion (CONTRACT 6). */
 export const INGEST_ROUTE = '/audit-events';
@@ -36,13 +39,20 @@ const INGEST_ACCESS = { kind: 'permission', permission: 'ingest_events' } as con
 export function auditEventRoutes(deps: IngestDeps): AnyRoute[] {
   return [
     defineRoute({
-      method: 'post', path: INGEST_ROUTE, operationId: 'ingestAuditEvents', tag: 'audit events',
+      method: 'post',
+      path: INGEST_ROUTE,
+      operationId: 'ingestAuditEvents',
+      tag: 'audit events',
       summary: 'Record audit events; 202 means they are committed and will be delivered (at least once)',
       access: INGEST_ACCESS,
       // No body schema: the body is walked once, inside ingestAuditEvents (storability, depth, value count), and
       // each issue names `events.<n>.<field>`. The generic body check would walk it a second time.
       bodyDoc: ingestBodyDoc,
-      responses: { 202: { description: 'Accepted and durable', schema: ingestResponse }, ...errorResponses(400, 401, 403, 413, 422), 503: { description: 'The event store is unavailable; nothing was recorded' } },
+      responses: {
+        202: { description: 'Accepted and durable', schema: ingestResponse },
+        ...errorResponses(400, 401, 403, 413, 422),
+        503: { description: 'The event store is unavailable; nothing was recorded' },
+      },
       async handler({ req, principal }) {
         return { status: 202, body: await ingestBody(deps, principal.orgId, objectBody(req)) };
       },
@@ -54,8 +64,18 @@ export function auditEventRoutes(deps: IngestDeps): AnyRoute[] {
 export function ingestBody(deps: IngestDeps, orgId: string, body: Record<string, unknown>): Promise<IngestResult> {
   if (Object.hasOwn(body, 'events')) {
     const events = body.events;
-    if (!Array.isArray(events) || events.length < 1 || events.length > MAX_EVENTS_PER_REQUEST || Object.keys(body).length > 1) {
-      throw new AppError('validation_error', 'The request has invalid fields', [{ path: 'events', message: `events must be an array of 1 to ${MAX_EVENTS_PER_REQUEST} events, and the only field` }]);
+    if (
+      !Array.isArray(events) ||
+      events.length < 1 ||
+      events.length > MAX_EVENTS_PER_REQUEST ||
+      Object.keys(body).length > 1
+    ) {
+      throw new AppError('validation_error', 'The request has invalid fields', [
+        {
+          path: 'events',
+          message: `events must be an array of 1 to ${MAX_EVENTS_PER_REQUEST} events, and the only field`,
+        },
+      ]);
     }
     return ingestAuditEvents(deps, orgId, events);
   }

@@ -18,9 +18,16 @@ const presetsSchema = z.object({
       vars: z.array(z.string()).describe('variables the receiver needs (values are set on the webhook)'),
       headers: z.array(z.string()).describe('headers the receiver needs (values are set on the webhook)'),
       auth: z
-        .object({ type: z.literal('oauth2_client_credentials'), token_url: z.string(), scope: z.string(), client_auth: z.literal('body') })
+        .object({
+          type: z.literal('oauth2_client_credentials'),
+          token_url: z.string(),
+          scope: z.string(),
+          client_auth: z.literal('body'),
+        })
         .nullable()
-        .describe('the OAuth 2.0 authentication the receiver takes, without client_id and client_secret (set on the webhook); {tenant} in token_url is replaced by the client'),
+        .describe(
+          'the OAuth 2.0 authentication the receiver takes, without client_id and client_secret (set on the webhook); {tenant} in token_url is replaced by the client',
+        ),
     }),
   ),
 });
@@ -35,20 +42,32 @@ const presets = { items: DESTINATION_PRESETS };
 export function destinationRoutes(render: RenderPool): AnyRoute[] {
   return [
     defineRoute({
-      method: 'get', path: '/destinations', operationId: 'listDestinations', tag: 'webhooks',
+      method: 'get',
+      path: '/destinations',
+      operationId: 'listDestinations',
+      tag: 'webhooks',
       summary: 'The preset (template, format, batching, variables and headers) of every destination',
       access: { kind: 'key' },
-      responses: { 200: { description: 'One preset per allowed destination', schema: presetsSchema }, ...errorResponses(401) },
+      responses: {
+        200: { description: 'One preset per allowed destination', schema: presetsSchema },
+        ...errorResponses(401),
+      },
       async handler() {
         return { status: 200, body: presets };
       },
     }),
     defineRoute({
-      method: 'post', path: '/webhooks/preview', operationId: 'previewWebhookBodies', tag: 'webhooks',
+      method: 'post',
+      path: '/webhooks/preview',
+      operationId: 'previewWebhookBodies',
+      tag: 'webhooks',
       summary: 'Render the bodies a webhook would send, without saving; vars are used for this render only',
       access: { kind: 'admin' },
       body: previewInputSchema,
-      responses: { 200: { description: 'The rendered bodies', schema: previewSchema }, ...errorResponses(400, 401, 403, 413, 422) },
+      responses: {
+        200: { description: 'The rendered bodies', schema: previewSchema },
+        ...errorResponses(400, 401, 403, 413, 422),
+      },
       async handler({ principal, body }) {
         const outcome = await render.preview(principal.orgId, previewRender(principal.orgId, body));
         if (!outcome.ok) throw validationError(outcome.issues);

@@ -19,7 +19,10 @@ const body = {
 export function eventTypeRoutes(): AnyRoute[] {
   return [
     defineRoute({
-      method: 'get', path: '/event-types', operationId: 'listEventTypes', tag: 'webhooks',
+      method: 'get',
+      path: '/event-types',
+      operationId: 'listEventTypes',
+      tag: 'webhooks',
       summary: 'Every action that can be subscribed to, with its payload fields',
       access: { kind: 'key' },
       responses: { 200: { description: 'The event catalogue', schema: eventTypesSchema }, ...errorResponses(401) },

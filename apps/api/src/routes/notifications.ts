@@ -17,11 +17,20 @@ const notificationSchema = z.object({
 export function notificationRoutes(db: Db): AnyRoute[] {
   return [
     defineRoute({
-      method: 'get', path: '/notifications', operationId: 'listNotifications', tag: 'webhooks',
+      method: 'get',
+      path: '/notifications',
+      operationId: 'listNotifications',
+      tag: 'webhooks',
       summary: 'In-app notifications, newest first',
       access: { kind: 'admin' },
       query: z.object(pageQuery),
-      responses: { 200: { description: 'Notifications', schema: z.object({ items: z.array(notificationSchema), next_cursor: z.string().nullable() }) }, ...errorResponses(400, 401, 403) },
+      responses: {
+        200: {
+          description: 'Notifications',
+          schema: z.object({ items: z.array(notificationSchema), next_cursor: z.string().nullable() }),
+        },
+        ...errorResponses(400, 401, 403),
+      },
       async handler({ principal, query }) {
         const body = await listPage(
           query,
@@ -29,8 +38,12 @@ export function notificationRoutes(db: Db): AnyRoute[] {
           ({ where, ...page }) => db.notification.findMany({ where: { orgId: principal.orgId, ...where }, ...page }),
           (items) =>
             items.map((n) => ({
-              id: n.id, kind: n.kind, webhook_id: n.webhookId, message: n.message,
-              created_at: n.createdAt.toISOString(), read_at: n.readAt?.toISOString() ?? null,
+              id: n.id,
+              kind: n.kind,
+              webhook_id: n.webhookId,
+              message: n.message,
+              created_at: n.createdAt.toISOString(),
+              read_at: n.readAt?.toISOString() ?? null,
             })),
         );
         return { status: 200, body };

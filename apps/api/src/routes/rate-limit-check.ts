@@ -13,14 +13,24 @@ export interface RateLimitCheckDeps {
 export function rateLimitCheckRoutes(deps: RateLimitCheckDeps): AnyRoute[] {
   return [
     defineRoute({
-      method: 'post', path: '/rate-limits/check', operationId: 'checkRateLimit', tag: 'rate limits',
+      method: 'post',
+      path: '/rate-limits/check',
+      operationId: 'checkRateLimit',
+      tag: 'rate limits',
       summary: 'Check a tool call against every matching rule and consume its budget (atomically, all or nothing)',
       access: { kind: 'permission', permission: 'check_rate_limits' },
       body: checkRequestSchema,
-      responses: { 200: { description: 'The decision (allowed or not)', schema: decisionSchema }, ...errorResponses(400, 401, 403, 413, 422) },
+      responses: {
+        200: { description: 'The decision (allowed or not)', schema: decisionSchema },
+        ...errorResponses(400, 401, 403, 413, 422),
+      },
       async handler({ principal, body }) {
         const answer = checkAnswer(await deps.check(principal.orgId, body, 'http'));
-        return { status: answer.status, body: answer.body, ...(answer.headers ? { headers: { ...answer.headers } } : {}) };
+        return {
+          status: answer.status,
+          body: answer.body,
+          ...(answer.headers ? { headers: { ...answer.headers } } : {}),
+        };
       },
     }),
   ];

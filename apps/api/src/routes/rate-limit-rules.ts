@@ -1,10 +1,22 @@
 import { z } from 'zod';
-import { patchRuleSchema, RULE_STATUSES, ruleDefinitionSchema, ruleSchema } from '@gatehook/core/rate-limit-rule-schema';
+import {
+  patchRuleSchema,
+  RULE_STATUSES,
+  ruleDefinitionSchema,
+  ruleSchema,
+} from '@gatehook/core/rate-limit-rule-schema';
 import { actorOf } from '../http/actor';
 import { pageQuery } from '../http/pagination';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { errorResponses } from '../http/schemas';
-import { createRule, deleteRule, getRule, listRules, updateRule, type RateLimitRuleDeps } from '../services/rate-limit-rules';
+import {
+  createRule,
+  deleteRule,
+  getRule,
+  listRules,
+  updateRule,
+  type RateLimitRuleDeps,
+} from '../services/rate-limit-rules';
 
 /** `{rule_id}` path parameter: a malformed uuid is a 404 like an unknown one. */
 const ruleIdParams = z.object({ rule_id: z.uuid() });
@@ -14,7 +26,10 @@ const listSchema = z.object({ items: z.array(ruleSchema), next_cursor: z.string(
 export function rateLimitRuleRoutes(deps: RateLimitRuleDeps): AnyRoute[] {
   return [
     defineRoute({
-      method: 'get', path: '/rate-limits/rules', operationId: 'listRateLimitRules', tag: 'rate-limits',
+      method: 'get',
+      path: '/rate-limits/rules',
+      operationId: 'listRateLimitRules',
+      tag: 'rate-limits',
       summary: 'List rate limit rules in rule order (oldest first)',
       access: { kind: 'permission', permission: 'view_rate_limits' },
       query: z.object({ ...pageQuery, status: z.enum(RULE_STATUSES).optional() }),
@@ -24,7 +39,10 @@ export function rateLimitRuleRoutes(deps: RateLimitRuleDeps): AnyRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/rate-limits/rules/{rule_id}', operationId: 'getRateLimitRule', tag: 'rate-limits',
+      method: 'get',
+      path: '/rate-limits/rules/{rule_id}',
+      operationId: 'getRateLimitRule',
+      tag: 'rate-limits',
       summary: 'Get a rate limit rule',
       access: { kind: 'permission', permission: 'view_rate_limits' },
       params: ruleIdParams,
@@ -34,7 +52,10 @@ export function rateLimitRuleRoutes(deps: RateLimitRuleDeps): AnyRoute[] {
       },
     }),
     defineRoute({
-      method: 'post', path: '/rate-limits/rules', operationId: 'createRateLimitRule', tag: 'rate-limits',
+      method: 'post',
+      path: '/rate-limits/rules',
+      operationId: 'createRateLimitRule',
+      tag: 'rate-limits',
       summary: 'Create a rate limit rule',
       access: { kind: 'permission', permission: 'manage_rate_limits' },
       body: ruleDefinitionSchema,
@@ -44,18 +65,27 @@ export function rateLimitRuleRoutes(deps: RateLimitRuleDeps): AnyRoute[] {
       },
     }),
     defineRoute({
-      method: 'patch', path: '/rate-limits/rules/{rule_id}', operationId: 'updateRateLimitRule', tag: 'rate-limits',
+      method: 'patch',
+      path: '/rate-limits/rules/{rule_id}',
+      operationId: 'updateRateLimitRule',
+      tag: 'rate-limits',
       summary: 'Edit a rate limit rule: only fields present change, scope is replaced whole',
       access: { kind: 'permission', permission: 'manage_rate_limits' },
       params: ruleIdParams,
       body: patchRuleSchema,
-      responses: { 200: { description: 'The updated rule', schema: ruleSchema }, ...errorResponses(400, 401, 403, 404, 413, 422) },
+      responses: {
+        200: { description: 'The updated rule', schema: ruleSchema },
+        ...errorResponses(400, 401, 403, 404, 413, 422),
+      },
       async handler({ req, principal, params, body }) {
         return { status: 200, body: await updateRule(deps, actorOf(principal, req), params.rule_id, body) };
       },
     }),
     defineRoute({
-      method: 'delete', path: '/rate-limits/rules/{rule_id}', operationId: 'deleteRateLimitRule', tag: 'rate-limits',
+      method: 'delete',
+      path: '/rate-limits/rules/{rule_id}',
+      operationId: 'deleteRateLimitRule',
+      tag: 'rate-limits',
       summary: 'Delete a rate limit rule',
       access: { kind: 'permission', permission: 'manage_rate_limits' },
       params: ruleIdParams,

@@ -30,12 +30,14 @@ const starts = [
   {
     kind: 'recover',
     operationId: 'recoverWebhook',
-    summary: "Recover: every failed, retryable delivery of the window gets a fresh cycle of 8 attempts (same delivery id)",
+    summary:
+      'Recover: every failed, retryable delivery of the window gets a fresh cycle of 8 attempts (same delivery id)',
   },
   {
     kind: 'replay',
     operationId: 'replayWebhook',
-    summary: "Replay: the organisation's events received in the window that the webhook now matches are sent as new deliveries",
+    summary:
+      "Replay: the organisation's events received in the window that the webhook now matches are sent as new deliveries",
   },
 ] as const;
 
@@ -44,29 +46,48 @@ export function taskRoutes(deps: TaskServiceDeps): AnyRoute[] {
   return [
     ...starts.map(({ kind, operationId, summary }) =>
       defineRoute({
-        method: 'post', path: `/webhooks/{id}/${kind}`, operationId, tag: 'tasks', summary,
+        method: 'post',
+        path: `/webhooks/{id}/${kind}`,
+        operationId,
+        tag: 'tasks',
+        summary,
         access: { kind: 'admin' },
         params: idParams,
         body: windowSchema,
-        responses: { 202: { description: 'Task started', schema: taskSchema }, ...errorResponses(400, 401, 403, 404, 409, 413, 422) },
+        responses: {
+          202: { description: 'Task started', schema: taskSchema },
+          ...errorResponses(400, 401, 403, 404, 409, 413, 422),
+        },
         async handler({ req, principal, params, body }) {
           return { status: 202, body: await startTask(deps, actorOf(principal, req), params.id, kind, body) };
         },
       }),
     ),
     defineRoute({
-      method: 'get', path: '/webhooks/{id}/tasks', operationId: 'listTasks', tag: 'tasks',
+      method: 'get',
+      path: '/webhooks/{id}/tasks',
+      operationId: 'listTasks',
+      tag: 'tasks',
       summary: 'Recover and replay tasks of a webhook, newest first',
       access: { kind: 'permission', permission: 'manage_webhooks' },
       params: idParams,
       query: z.object(pageQuery),
-      responses: { 200: { description: 'A page of tasks', schema: z.object({ items: z.array(taskSchema), next_cursor: z.string().nullable() }) }, ...errorResponses(400, 401, 403, 404) },
+      responses: {
+        200: {
+          description: 'A page of tasks',
+          schema: z.object({ items: z.array(taskSchema), next_cursor: z.string().nullable() }),
+        },
+        ...errorResponses(400, 401, 403, 404),
+      },
       async handler({ principal, params, query }) {
         return { status: 200, body: await listTasks(deps, principal.orgId, params.id, query) };
       },
     }),
     defineRoute({
-      method: 'get', path: '/webhooks/{id}/tasks/{task_id}', operationId: 'getTask', tag: 'tasks',
+      method: 'get',
+      path: '/webhooks/{id}/tasks/{task_id}',
+      operationId: 'getTask',
+      tag: 'tasks',
       summary: 'One recover or replay task with its progress',
       access: { kind: 'permission', permission: 'manage_webhooks' },
       params: taskParams,

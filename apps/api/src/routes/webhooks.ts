@@ -1,5 +1,10 @@
 import { z } from 'zod';
-import { createWebhookSchema, patchWebhookSchema, WEBHOOK_STATUSES, webhookSchema } from '@gatehook/core/webhook-schema';
+import {
+  createWebhookSchema,
+  patchWebhookSchema,
+  WEBHOOK_STATUSES,
+  webhookSchema,
+} from '@gatehook/core/webhook-schema';
 import type { ManualStatusOperation } from '@gatehook/delivery/state/webhook';
 import { actorOf } from '../http/actor';
 import { pageQuery } from '../http/pagination';
@@ -33,7 +38,10 @@ const statusOperations: { operation: ManualStatusOperation; summary: string }[] 
 export function webhookRoutes(deps: WebhookDeps): AnyRoute[] {
   return [
     defineRoute({
-      method: 'post', path: '/webhooks', operationId: 'createWebhook', tag: 'webhooks',
+      method: 'post',
+      path: '/webhooks',
+      operationId: 'createWebhook',
+      tag: 'webhooks',
       summary: 'Create a webhook; the signing secret is returned once',
       access: { kind: 'admin' },
       body: createWebhookSchema,
@@ -44,7 +52,10 @@ export function webhookRoutes(deps: WebhookDeps): AnyRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/webhooks', operationId: 'listWebhooks', tag: 'webhooks',
+      method: 'get',
+      path: '/webhooks',
+      operationId: 'listWebhooks',
+      tag: 'webhooks',
       summary: 'List webhooks, newest first',
       access: { kind: 'permission', permission: 'manage_webhooks' },
       query: z.object({ ...pageQuery, status: z.enum(WEBHOOK_STATUSES).optional() }),
@@ -54,7 +65,10 @@ export function webhookRoutes(deps: WebhookDeps): AnyRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/webhooks/{id}', operationId: 'getWebhook', tag: 'webhooks',
+      method: 'get',
+      path: '/webhooks/{id}',
+      operationId: 'getWebhook',
+      tag: 'webhooks',
       summary: 'Get a webhook',
       access: { kind: 'permission', permission: 'manage_webhooks' },
       params: idParams,
@@ -64,18 +78,27 @@ export function webhookRoutes(deps: WebhookDeps): AnyRoute[] {
       },
     }),
     defineRoute({
-      method: 'patch', path: '/webhooks/{id}', operationId: 'updateWebhook', tag: 'webhooks',
+      method: 'patch',
+      path: '/webhooks/{id}',
+      operationId: 'updateWebhook',
+      tag: 'webhooks',
       summary: 'Edit a webhook: only fields present change; blank url or map values keep the stored ones',
       access: { kind: 'admin' },
       params: idParams,
       body: patchWebhookSchema,
-      responses: { 200: { description: 'The updated webhook', schema: webhookSchema }, ...errorResponses(400, 401, 403, 404, 413, 422) },
+      responses: {
+        200: { description: 'The updated webhook', schema: webhookSchema },
+        ...errorResponses(400, 401, 403, 404, 413, 422),
+      },
       async handler({ req, principal, params, body }) {
         return { status: 200, body: await updateWebhook(deps, actorOf(principal, req), params.id, body) };
       },
     }),
     defineRoute({
-      method: 'delete', path: '/webhooks/{id}', operationId: 'deleteWebhook', tag: 'webhooks',
+      method: 'delete',
+      path: '/webhooks/{id}',
+      operationId: 'deleteWebhook',
+      tag: 'webhooks',
       summary: 'Delete a webhook; pending deliveries are cancelled',
       access: { kind: 'admin' },
       params: idParams,
@@ -86,22 +109,34 @@ export function webhookRoutes(deps: WebhookDeps): AnyRoute[] {
       },
     }),
     defineRoute({
-      method: 'post', path: '/webhooks/{id}/rotate-secret', operationId: 'rotateWebhookSecret', tag: 'webhooks',
+      method: 'post',
+      path: '/webhooks/{id}/rotate-secret',
+      operationId: 'rotateWebhookSecret',
+      tag: 'webhooks',
       summary: 'Issue a new signing secret; the previous one stays valid for the overlap',
       access: { kind: 'admin' },
       params: idParams,
-      responses: { 200: { description: 'The new secret, shown once', schema: rotatedSchema }, ...errorResponses(401, 403, 404) },
+      responses: {
+        200: { description: 'The new secret, shown once', schema: rotatedSchema },
+        ...errorResponses(401, 403, 404),
+      },
       async handler({ req, principal, params }) {
         return { status: 200, body: await rotateSecret(deps, actorOf(principal, req), params.id) };
       },
     }),
     ...statusOperations.map(({ operation, summary }) =>
       defineRoute({
-        method: 'post', path: `/webhooks/{id}/${operation}`, operationId: `${operation}Webhook`, tag: 'webhooks',
+        method: 'post',
+        path: `/webhooks/{id}/${operation}`,
+        operationId: `${operation}Webhook`,
+        tag: 'webhooks',
         summary,
         access: { kind: 'admin' },
         params: idParams,
-        responses: { 200: { description: 'The webhook', schema: webhookSchema }, ...errorResponses(401, 403, 404, 409) },
+        responses: {
+          200: { description: 'The webhook', schema: webhookSchema },
+          ...errorResponses(401, 403, 404, 409),
+        },
         async handler({ req, principal, params }) {
           return { status: 200, body: await changeWebhookStatus(deps, actorOf(principal, req), params.id, operation) };
         },

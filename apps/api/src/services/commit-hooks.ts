@@ -14,10 +14,20 @@ export interface CommitHooks {
   eventsRecorded(orgId: string, ids: readonly string[]): Promise<void>;
 }
 
-export function commitHooks(deps: { redis: RedisConnection; prefix: string; queues?: DeliveryQueues | undefined; logger?: Logger }): CommitHooks {
-  const warn = (what: string) => (error: unknown) => deps.logger?.warn({ err: (error as Error).message }, `${what} failed after commit; caches expire and the reconciler catches up`);
+export function commitHooks(deps: {
+  redis: RedisConnection;
+  prefix: string;
+  queues?: DeliveryQueues | undefined;
+  logger?: Logger;
+}): CommitHooks {
+  const warn = (what: string) => (error: unknown) =>
+    deps.logger?.warn(
+      { err: (error as Error).message },
+      `${what} failed after commit; caches expire and the reconciler catches up`,
+    );
   return {
-    webhooksChanged: (orgId) => publishInvalidation(deps.redis, deps.prefix, WEBHOOKS_TOPIC, [orgId]).catch(warn('webhook invalidation')),
+    webhooksChanged: (orgId) =>
+      publishInvalidation(deps.redis, deps.prefix, WEBHOOKS_TOPIC, [orgId]).catch(warn('webhook invalidation')),
     eventsRecorded: async (orgId, ids) => {
       if (deps.queues && ids.length > 0) await deps.queues.fanout(orgId, ids).catch(warn('fan-out enqueue'));
     },

@@ -31,7 +31,10 @@ export interface DeliveryDeps {
  */
 export const MAX_INLINE_ATTEMPTS = 50;
 
-type AttemptRow = Pick<DeliveryAttempt, 'id' | 'deliveryId' | 'at' | 'statusCode' | 'error' | 'durationMs' | 'responseSnippet'>;
+type AttemptRow = Pick<
+  DeliveryAttempt,
+  'id' | 'deliveryId' | 'at' | 'statusCode' | 'error' | 'durationMs' | 'responseSnippet'
+>;
 
 function toAttemptView(a: AttemptRow) {
   return {
@@ -58,7 +61,8 @@ export function toDeliveryView(row: Delivery, latestAttempts: AttemptRow[], deta
     event_count: row.eventCount,
     attempt_count: row.attemptCount,
     attempts: shown.reverse().map(toAttemptView),
-    attempts_cursor: latestAttempts.length > MAX_INLINE_ATTEMPTS && oldestShown ? bySequence.cursorOf(oldestShown) : null,
+    attempts_cursor:
+      latestAttempts.length > MAX_INLINE_ATTEMPTS && oldestShown ? bySequence.cursorOf(oldestShown) : null,
     ...(row.nextRetryAt && isQueued(row.status) ? { next_retry_at: row.nextRetryAt.toISOString() } : {}),
     retryable: isRetryable(row),
     created_at: row.createdAt.toISOString(),
@@ -104,9 +108,16 @@ export async function listDeliveries(
   return listPage(
     query,
     byCreatedAt('desc'),
-    ({ where, ...page }) => deps.db.delivery.findMany({ where: { webhookId, ...(query.status ? { status: query.status } : {}), ...where }, ...page }),
+    ({ where, ...page }) =>
+      deps.db.delivery.findMany({
+        where: { webhookId, ...(query.status ? { status: query.status } : {}), ...where },
+        ...page,
+      }),
     async (items) => {
-      const attempts = await attemptsOf(deps.db, items.map((d) => d.id));
+      const attempts = await attemptsOf(
+        deps.db,
+        items.map((d) => d.id),
+      );
       return items.map((d) => toDeliveryView(d, attempts.get(d.id) ?? []));
     },
   );
@@ -151,12 +162,21 @@ export async function listAttempts(
 export async function retryDelivery(deps: DeliveryDeps, orgId: string, webhookId: string, deliveryId: string) {
   const webhook = await requireWebhook(deps.db, orgId, webhookId);
   const delivery = await requireDelivery(deps.db, orgId, webhookId, deliveryId);
-  if (webhook.status !== 'active') throw new AppError('conflict', `The webhook is ${webhook.status}; only deliveries of an active webhook can be retried`);
-  if (delivery.status !== 'failed') throw new AppError('conflict', `The delivery is ${delivery.status}; only failed deliveries can be retried`);
+  if (webhook.status !== 'active')
+    throw new AppError(
+      'conflict',
+      `The webhook is ${webhook.status}; only deliveries of an active webhook can be retried`,
+    );
+  if (delivery.status !== 'failed')
+    throw new AppError('conflict', `The delivery is ${delivery.status}; only failed deliveries can be retried`);
   if (delivery.error === deliveryError('url_origin_changed')) {
-    throw new AppError('conflict', "The webhook's URL moved to another origin after this delivery was made, and its body was rendered for the old receiver; replay its events instead");
+    throw new AppError(
+      'conflict',
+      "The webhook's URL moved to another origin after this delivery was made, and its body was rendered for the old receiver; replay its events instead",
+    );
   }
-  if (delivery.bodyEncrypted === null) throw new AppError('conflict', 'The delivery never produced a body, so there is nothing to re-send');
+  if (delivery.bodyEncrypted === null)
+    throw new AppError('conflict', 'The delivery never produced a body, so there is nothing to re-send');
   const now = new Date();
   const [restarted] = await restartDeliveries(deps.db, [{ id: deliveryId, dueAt: now }]);
   if (!restarted) throw new AppError('conflict', 'The delivery changed meanwhile; it is no longer failed');
@@ -172,5 +192,8 @@ export async function retryDelivery(deps: DeliveryDeps, orgId: string, webhookId
 export async function testWebhook(deps: DeliveryDeps, orgId: string, webhookId: string): Promise<TestResult> {
   const webhook = await requireWebhook(deps.db, orgId, webhookId);
   if (!deps.send) throw new AppError('internal', 'Test sends are not configured in this process');
-  return sendTestEvent({ box: deps.box, send: deps.send, render: (stored, event) => deps.render.testBody(stored, event), pace: deps.pace }, { ...webhook, auth: parseStoredWebhookAuth(webhook.auth) });
+  return sendTestEvent(
+    { box: deps.box, send: deps.send, render: (stored, event) => deps.render.testBody(stored, event), pace: deps.pace },
+    { ...webhook, auth: parseStoredWebhookAuth(webhook.auth) },
+  );
 }

@@ -24,7 +24,12 @@ async function requireWebhook(db: Db, orgId: string, webhookId: string) {
 }
 
 /** GET /webhooks/{id}/deliveries/{delivery_id}/request: the last attempt's request, secrets redacted (CONTRACT 17). */
-export async function getSentRequest(deps: OperatorViewDeps, orgId: string, webhookId: string, deliveryId: string): Promise<RequestView> {
+export async function getSentRequest(
+  deps: OperatorViewDeps,
+  orgId: string,
+  webhookId: string,
+  deliveryId: string,
+): Promise<RequestView> {
   const webhook = await requireWebhook(deps.db, orgId, webhookId);
   const sent = await sentRequest(sqlPool(deps.db), orgId, webhookId, deliveryId);
   if (!sent) throw notFound('Delivery');
@@ -42,13 +47,26 @@ export async function getSentRequest(deps: OperatorViewDeps, orgId: string, webh
       // Its requests carry an access token the view shows redacted (CONTRACT 20).
       auth: webhook.auth,
     },
-    delivery: { id: deliveryId, createdAt: sent.createdAt, bodyEncrypted: sent.bodyEncrypted, contentType: sent.contentType, secretsVersion: sent.secretsVersion, attemptAt: sent.lastAttemptAt },
+    delivery: {
+      id: deliveryId,
+      createdAt: sent.createdAt,
+      bodyEncrypted: sent.bodyEncrypted,
+      contentType: sent.contentType,
+      secretsVersion: sent.secretsVersion,
+      attemptAt: sent.lastAttemptAt,
+    },
     rotationOverlapSeconds: deps.rotationOverlapSeconds,
   });
 }
 
 /** GET /webhooks/{id}/stats: `hours` hourly buckets ending with the current hour, oldest first (CONTRACT 17). */
-export async function getWebhookStats(deps: OperatorViewDeps, orgId: string, webhookId: string, hours: number, now = new Date()) {
+export async function getWebhookStats(
+  deps: OperatorViewDeps,
+  orgId: string,
+  webhookId: string,
+  hours: number,
+  now = new Date(),
+) {
   await requireWebhook(deps.db, orgId, webhookId);
   const from = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - (hours - 1) * HOUR_MS);
   const buckets = await deps.stats.hours(sqlPool(deps.db), webhookId, from, hours, now);

@@ -47,7 +47,11 @@ export function rateLimitCheck(limiter: RateLimiter, decisions: DecisionCounter)
 export function tightestRule(decision: Decision): RuleOutcome | null {
   let tightest: RuleOutcome | null = null;
   for (const outcome of decision.rules) {
-    if (tightest === null || outcome.remaining < tightest.remaining || (outcome.remaining === tightest.remaining && outcome.limit < tightest.limit)) {
+    if (
+      tightest === null ||
+      outcome.remaining < tightest.remaining ||
+      (outcome.remaining === tightest.remaining && outcome.limit < tightest.limit)
+    ) {
       tightest = outcome;
     }
   }
@@ -153,7 +157,10 @@ export function startConfiguredRateLimiter(
     store: config.RATE_LIMIT_STORE,
     failMode: config.RATE_LIMIT_FAIL_MODE,
     redisTimeoutMs: config.RATE_LIMIT_REDIS_TIMEOUT_MS,
-    memoryCounters: { perOrganisation: config.RATE_LIMIT_MEMORY_COUNTERS_PER_ORG, total: config.RATE_LIMIT_MEMORY_COUNTERS },
+    memoryCounters: {
+      perOrganisation: config.RATE_LIMIT_MEMORY_COUNTERS_PER_ORG,
+      total: config.RATE_LIMIT_MEMORY_COUNTERS,
+    },
     ...(options.bus ? { bus: options.bus } : {}),
     onExceeded: exceededRecorder(db, options.queues),
     ...(options.logger ? { logger: options.logger } : {}),

@@ -34,7 +34,17 @@ export interface RateLimitRuleDeps {
 }
 
 /** The fields of a rule definition, in the order a diff lists them. */
-const DEFINITION_FIELDS = ['name', 'description', 'status', 'scope', 'key_by', 'limit', 'window_seconds', 'burst', 'action'] as const;
+const DEFINITION_FIELDS = [
+  'name',
+  'description',
+  'status',
+  'scope',
+  'key_by',
+  'limit',
+  'window_seconds',
+  'burst',
+  'action',
+] as const;
 
 function toDefinition(rule: RateLimitRule): RuleDefinition {
   return {
@@ -78,7 +88,8 @@ function toColumns(definition: RuleDefinition) {
 function checkCondition(scope: RuleScope): void {
   if (scope.condition.trim() === '') return;
   const compiled = compileCallCondition(scope.condition);
-  if (!compiled.ok) throw validationError(compiled.issues.map((issue) => ({ path: 'scope.condition', message: issue.message })));
+  if (!compiled.ok)
+    throw validationError(compiled.issues.map((issue) => ({ path: 'scope.condition', message: issue.message })));
 }
 
 // Payload `{rule_id, rule_name}`, as the event catalogue declares for rate_limit_rule.*.
@@ -88,7 +99,9 @@ function auditBase(actor: Actor, rule: { id: string; name: string }) {
 
 // Locks the row for the rest of the transaction so that concurrent edits produce exact diffs.
 async function lockRule(tx: Prisma.TransactionClient, orgId: string, id: string): Promise<RateLimitRule> {
-  const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM rate_limit_rules WHERE id = ${id}::uuid AND org_id = ${orgId}::uuid FOR UPDATE`;
+  const locked = await tx.$queryRaw<
+    { id: string }[]
+  >`SELECT id FROM rate_limit_rules WHERE id = ${id}::uuid AND org_id = ${orgId}::uuid FOR UPDATE`;
   if (locked.length === 0) throw notFound('Rate limit rule');
   return toRateLimitRule(await tx.rateLimitRule.findUniqueOrThrow({ where: { id } }));
 }
@@ -101,7 +114,10 @@ async function announce(deps: RateLimitRuleDeps, orgId: string): Promise<void> {
   try {
     await announceRulesChanged(deps.redis, deps.redisPrefix, orgId);
   } catch (error) {
-    deps.logger.warn({ err: error instanceof Error ? error.message : String(error), org_id: orgId }, 'rate limit rule change not announced; caches refresh on their TTL');
+    deps.logger.warn(
+      { err: error instanceof Error ? error.message : String(error), org_id: orgId },
+      'rate limit rule change not announced; caches refresh on their TTL',
+    );
   }
 }
 
@@ -114,7 +130,12 @@ async function checkActiveRuleCap(tx: Prisma.TransactionClient, orgId: string): 
   await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${orgId}::uuid FOR UPDATE`;
   const active = await tx.rateLimitRule.count({ where: { orgId, status: 'active' } });
   if (active >= RULE_LIMITS.activeRulesPerOrganisation) {
-    throw validationError([{ path: 'status', message: `an organisation has at most ${RULE_LIMITS.activeRulesPerOrganisation} active rules; disable or delete one first` }]);
+    throw validationError([
+      {
+        path: 'status',
+        message: `an organisation has at most ${RULE_LIMITS.activeRulesPerOrganisation} active rules; disable or delete one first`,
+      },
+    ]);
   }
 }
 
@@ -123,7 +144,9 @@ export async function createRule(deps: RateLimitRuleDeps, actor: Actor, definiti
   checkCondition(definition.scope);
   const row = await auditedChange(deps, actor.principal.orgId, { webhooks: false }, async (tx, record) => {
     if (definition.status === 'active') await checkActiveRuleCap(tx, actor.principal.orgId);
-    const created = await tx.rateLimitRule.create({ data: { id: randomUUID(), orgId: actor.principal.orgId, ...toColumns(definition) } });
+    const created = await tx.rateLimitRule.create({
+      data: { id: randomUUID(), orgId: actor.principal.orgId, ...toColumns(definition) },
+    });
     await record({ ...auditBase(actor, created), action: 'rate_limit_rule.created', changes: [] });
     return created;
   });
@@ -138,11 +161,19 @@ export interface RuleListQuery {
 }
 
 /** GET /rate-limits/rules: in rule order (created_at, then id, ascending), cursor-paginated. */
-export async function listRules(deps: RateLimitRuleDeps, orgId: string, query: RuleListQuery): Promise<{ items: RuleView[]; next_cursor: string | null }> {
+export async function listRules(
+  deps: RateLimitRuleDeps,
+  orgId: string,
+  query: RuleListQuery,
+): Promise<{ items: RuleView[]; next_cursor: string | null }> {
   return listPage(
     query,
     byCreatedAt('asc'),
-    ({ where, ...page }) => deps.db.rateLimitRule.findMany({ where: { orgId, ...(query.status ? { status: query.status } : {}), ...where }, ...page }),
+    ({ where, ...page }) =>
+      deps.db.rateLimitRule.findMany({
+        where: { orgId, ...(query.status ? { status: query.status } : {}), ...where },
+        ...page,
+      }),
     (rows) => rows.map((row) => toRuleView(toRateLimitRule(row))),
   );
 }
@@ -172,21 +203,31 @@ function mergePatch(stored: RuleDefinition, patch: PatchRuleInput): RuleDefiniti
  * PATCH /rate-limits/rules/{rule_id}: only fields present change, `scope` is replaced whole. A PATCH that changes
  * nothing records no audit event and announces nothing.
  */
-export async function updateRule(deps: RateLimitRuleDeps, actor: Actor, id: string, patch: PatchRuleInput): Promise<RuleView> {
+export async function updateRule(
+  deps: RateLimitRuleDeps,
+  actor: Actor,
+  id: string,
+  patch: PatchRuleInput,
+): Promise<RuleView> {
   if (patch.scope) checkCondition(patch.scope);
-  const { rule, changed } = await auditedChange(deps, actor.principal.orgId, { webhooks: false }, async (tx, record) => {
-    const current = await lockRule(tx, actor.principal.orgId, id);
-    const stored = toDefinition(current);
-    const merged = mergePatch(stored, patch);
-    const changes: Change[] = DEFINITION_FIELDS.filter((field) => JSON.stringify(stored[field]) !== JSON.stringify(merged[field])).map(
-      (field) => ({ field, old: stored[field], new: merged[field] }),
-    );
-    if (changes.length === 0) return { rule: current, changed: false };
-    if (stored.status !== 'active' && merged.status === 'active') await checkActiveRuleCap(tx, actor.principal.orgId);
-    const updated = await tx.rateLimitRule.update({ where: { id }, data: toColumns(merged) });
-    await record({ ...auditBase(actor, updated), action: 'rate_limit_rule.updated', changes });
-    return { rule: toRateLimitRule(updated), changed: true };
-  });
+  const { rule, changed } = await auditedChange(
+    deps,
+    actor.principal.orgId,
+    { webhooks: false },
+    async (tx, record) => {
+      const current = await lockRule(tx, actor.principal.orgId, id);
+      const stored = toDefinition(current);
+      const merged = mergePatch(stored, patch);
+      const changes: Change[] = DEFINITION_FIELDS.filter(
+        (field) => JSON.stringify(stored[field]) !== JSON.stringify(merged[field]),
+      ).map((field) => ({ field, old: stored[field], new: merged[field] }));
+      if (changes.length === 0) return { rule: current, changed: false };
+      if (stored.status !== 'active' && merged.status === 'active') await checkActiveRuleCap(tx, actor.principal.orgId);
+      const updated = await tx.rateLimitRule.update({ where: { id }, data: toColumns(merged) });
+      await record({ ...auditBase(actor, updated), action: 'rate_limit_rule.updated', changes });
+      return { rule: toRateLimitRule(updated), changed: true };
+    },
+  );
   if (changed) await announce(deps, rule.orgId);
   return toRuleView(rule);
 }

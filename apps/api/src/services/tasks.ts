@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { AppError, notFound, validationError } from '@gatehook/core/errors';
 import { recordAuditEvent } from '@gatehook/db/audit-events';
 import type { Db } from '@gatehook/db/client';
-import { createTask, findRunningTask, toWebhookTask, type TaskKind, type WebhookTask } from '@gatehook/db/webhook-tasks';
+import {
+  createTask,
+  findRunningTask,
+  toWebhookTask,
+  type TaskKind,
+  type WebhookTask,
+} from '@gatehook/db/webhook-tasks';
 import type { DeliveryQueues } from '@gatehook/delivery';
 import { checkTaskWindow } from '@gatehook/delivery/tasks/window';
 import { auditFields, type Actor } from '../http/actor';
@@ -32,7 +38,10 @@ export function toTaskView(task: WebhookTask) {
   };
 }
 
-const startedAction: Record<TaskKind, string> = { recover: 'webhook.recovery_started', replay: 'webhook.replay_started' };
+const startedAction: Record<TaskKind, string> = {
+  recover: 'webhook.recovery_started',
+  replay: 'webhook.replay_started',
+};
 
 /**
  * POST /webhooks/{id}/recover and /replay: checks the window (422 naming `since` or `until`), requires an active
@@ -55,10 +64,20 @@ export async function startTask(
   const task = await deps.db.$transaction(async (tx) => {
     const webhook = await tx.webhook.findFirst({ where: { id: webhookId, orgId: actor.principal.orgId } });
     if (!webhook) throw notFound('Webhook');
-    if (webhook.status !== 'active') throw new AppError('conflict', `The webhook is ${webhook.status}; only an active webhook can ${kind}`);
+    if (webhook.status !== 'active')
+      throw new AppError('conflict', `The webhook is ${webhook.status}; only an active webhook can ${kind}`);
     const running = await findRunningTask(tx, webhookId);
-    if (running) throw new AppError('conflict', `A ${running.kind} task (${running.id}) is already running for this webhook`);
-    const created = await createTask(tx, { id: randomUUID(), orgId: webhook.orgId, webhookId, kind, since, until, now });
+    if (running)
+      throw new AppError('conflict', `A ${running.kind} task (${running.id}) is already running for this webhook`);
+    const created = await createTask(tx, {
+      id: randomUUID(),
+      orgId: webhook.orgId,
+      webhookId,
+      kind,
+      since,
+      until,
+      now,
+    });
     if (!created) throw new AppError('conflict', 'A task is already running for this webhook');
     const fields = auditFields(actor, { type: 'webhook', payloadKey: 'webhook', id: webhook.id, name: webhook.name });
     await recordAuditEvent(tx, {
@@ -80,7 +99,12 @@ async function requireWebhook(db: Db, orgId: string, webhookId: string): Promise
 }
 
 /** GET /webhooks/{id}/tasks: newest first, cursor-paginated. */
-export async function listTasks(deps: TaskServiceDeps, orgId: string, webhookId: string, query: { limit: number; cursor?: string | undefined }) {
+export async function listTasks(
+  deps: TaskServiceDeps,
+  orgId: string,
+  webhookId: string,
+  query: { limit: number; cursor?: string | undefined },
+) {
   await requireWebhook(deps.db, orgId, webhookId);
   return listPage(
     query,

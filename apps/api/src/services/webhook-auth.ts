@@ -14,7 +14,10 @@ export interface AuthColumns {
 
 /** The columns as Prisma writes them (a JSON column is cleared with DbNull, not null). */
 export function authData(columns: AuthColumns) {
-  return { auth: columns.auth === null ? Prisma.DbNull : (columns.auth as Prisma.InputJsonObject), authSecretEncrypted: columns.authSecretEncrypted };
+  return {
+    auth: columns.auth === null ? Prisma.DbNull : (columns.auth as Prisma.InputJsonObject),
+    authSecretEncrypted: columns.authSecretEncrypted,
+  };
 }
 
 /** The stored columns of a webhook row. */
@@ -23,22 +26,32 @@ export function storedAuthColumns(row: { auth: unknown; authSecretEncrypted: str
 }
 
 /** Checks `auth.token_url` like a webhook's url (https, address policy); one issue on `auth.token_url` or none. */
-export async function checkTokenUrl(auth: WebhookAuthInput | null | undefined, opts: { allow: CidrList; lookup?: HostLookup }): Promise<FieldIssue[]> {
+export async function checkTokenUrl(
+  auth: WebhookAuthInput | null | undefined,
+  opts: { allow: CidrList; lookup?: HostLookup },
+): Promise<FieldIssue[]> {
   if (!auth) return [];
   const verdict = await checkDestinationUrl(auth.token_url, opts);
   return verdict.ok ? [] : [{ path: 'auth.token_url', message: verdict.message }];
 }
 
 /** A custom `Authorization` header beside `auth` would be overwritten by the token: refused on the header. */
-export function authorizationHeaderIssues(auth: StoredWebhookAuth | WebhookAuthInput | null, headerNames: readonly string[]): FieldIssue[] {
+export function authorizationHeaderIssues(
+  auth: StoredWebhookAuth | WebhookAuthInput | null,
+  headerNames: readonly string[],
+): FieldIssue[] {
   if (auth === null) return [];
   return headerNames
     .filter((name) => name.toLowerCase() === 'authorization')
-    .map((name) => ({ path: `headers.${name}`, message: 'a webhook with auth sends the access token as Authorization; remove this header or auth' }));
+    .map((name) => ({
+      path: `headers.${name}`,
+      message: 'a webhook with auth sends the access token as Authorization; remove this header or auth',
+    }));
 }
 
 function secretOf(auth: WebhookAuthInput): { credential: 'client_secret' | 'private_key'; value: string } | null {
-  if (auth.type === 'oauth2_client_credentials' && auth.client_secret !== '') return { credential: 'client_secret', value: auth.client_secret };
+  if (auth.type === 'oauth2_client_credentials' && auth.client_secret !== '')
+    return { credential: 'client_secret', value: auth.client_secret };
   if (auth.private_key !== '') return { credential: 'private_key', value: auth.private_key };
   return null;
 }
@@ -46,13 +59,25 @@ function secretOf(auth: WebhookAuthInput): { credential: 'client_secret' | 'priv
 function withoutSecret(auth: WebhookAuthInput, credential: 'client_secret' | 'private_key'): StoredWebhookAuth {
   if (auth.type === 'oauth2_client_credentials') {
     return {
-      type: auth.type, token_url: auth.token_url, client_id: auth.client_id, credential, client_auth: auth.client_auth,
-      key_id: auth.key_id, scope: auth.scope, audience: auth.audience,
+      type: auth.type,
+      token_url: auth.token_url,
+      client_id: auth.client_id,
+      credential,
+      client_auth: auth.client_auth,
+      key_id: auth.key_id,
+      scope: auth.scope,
+      audience: auth.audience,
     };
   }
   return {
-    type: auth.type, token_url: auth.token_url, issuer: auth.issuer, credential: 'private_key',
-    key_id: auth.key_id, subject: auth.subject, scope: auth.scope, audience: auth.audience,
+    type: auth.type,
+    token_url: auth.token_url,
+    issuer: auth.issuer,
+    credential: 'private_key',
+    key_id: auth.key_id,
+    subject: auth.subject,
+    scope: auth.scope,
+    audience: auth.audience,
   };
 }
 
@@ -78,9 +103,16 @@ export function authColumns(
   if (secret !== null) {
     if (secret.credential === 'private_key') {
       const key = inspectSigningKey(secret.value);
-      if (!key.ok) return { columns: keep?.stored ?? { auth: null, authSecretEncrypted: null }, issues: [{ path: 'auth.private_key', message: key.message }] };
+      if (!key.ok)
+        return {
+          columns: keep?.stored ?? { auth: null, authSecretEncrypted: null },
+          issues: [{ path: 'auth.private_key', message: key.message }],
+        };
     }
-    return { columns: { auth: withoutSecret(given, secret.credential), authSecretEncrypted: box.encrypt(secret.value, place) }, issues: [] };
+    return {
+      columns: { auth: withoutSecret(given, secret.credential), authSecretEncrypted: box.encrypt(secret.value, place) },
+      issues: [],
+    };
   }
   const stored = keep?.stored;
   if (keep?.originChanged && stored?.auth) {
@@ -89,13 +121,29 @@ export function authColumns(
   }
   if (stored?.auth && stored.authSecretEncrypted && stored.auth.type === given.type) {
     const kept = withoutSecret(given, stored.auth.credential);
-    if (kept.type === 'oauth2_client_credentials' && kept.credential === 'private_key' && kept.client_auth === 'basic') {
-      return { columns: stored, issues: [{ path: 'auth.client_auth', message: 'client_auth applies to client_secret only; a private_key signs a client assertion' }] };
+    if (
+      kept.type === 'oauth2_client_credentials' &&
+      kept.credential === 'private_key' &&
+      kept.client_auth === 'basic'
+    ) {
+      return {
+        columns: stored,
+        issues: [
+          {
+            path: 'auth.client_auth',
+            message: 'client_auth applies to client_secret only; a private_key signs a client assertion',
+          },
+        ],
+      };
     }
     return { columns: { auth: kept, authSecretEncrypted: stored.authSecretEncrypted }, issues: [] };
   }
-  const message = given.type === 'oauth2_client_credentials' ? 'client_secret or private_key is required' : 'private_key is required';
-  return { columns: stored ?? { auth: null, authSecretEncrypted: null }, issues: [{ path: secretPath(given), message }] };
+  const message =
+    given.type === 'oauth2_client_credentials' ? 'client_secret or private_key is required' : 'private_key is required';
+  return {
+    columns: stored ?? { auth: null, authSecretEncrypted: null },
+    issues: [{ path: secretPath(given), message }],
+  };
 }
 
 /** Whether two `auth` columns differ (the secret by its ciphertext: a secret given again is a change). */

@@ -1,6 +1,11 @@
 import { LRUCache } from 'lru-cache';
 import type { Pool } from '@gatehook/db/client';
-import { webhookAttemptStats, webhookDeliveryCounts, type HourAttempts, type HourDeliveries } from '@gatehook/db/operator-view';
+import {
+  webhookAttemptStats,
+  webhookDeliveryCounts,
+  type HourAttempts,
+  type HourDeliveries,
+} from '@gatehook/db/operator-view';
 
 const HOUR_MS = 3_600_000;
 
@@ -28,7 +33,11 @@ export type StatsHour = HourDeliveries & Omit<HourAttempts, 'start'>;
  */
 export class WebhookStats {
   private readonly attempts = new LRUCache<string, HourAttempts>({ max: STATS_CACHE_HOURS });
-  private readonly deliveries = new LRUCache<string, HourDeliveries>({ max: STATS_CACHE_HOURS, ttl: STATS_OUTCOME_TTL_MS, ttlAutopurge: false });
+  private readonly deliveries = new LRUCache<string, HourDeliveries>({
+    max: STATS_CACHE_HOURS,
+    ttl: STATS_OUTCOME_TTL_MS,
+    ttlAutopurge: false,
+  });
 
   /**
    * @param deliveryTimeoutMs DELIVERY_TIMEOUT_MS: an attempt started in an hour is recorded at most this long (and a
@@ -41,8 +50,20 @@ export class WebhookStats {
     const starts = Array.from({ length: hours }, (_, i) => from.getTime() + i * HOUR_MS);
     const settledBefore = now.getTime() - this.deliveryTimeoutMs - STATS_RECORD_MARGIN_MS;
     const [attempts, deliveries] = await Promise.all([
-      this.fill(this.attempts, webhookId, starts, (start) => start + HOUR_MS <= settledBefore, (at, n) => webhookAttemptStats(pool, webhookId, at, n)),
-      this.fill(this.deliveries, webhookId, starts, (start) => start + HOUR_MS <= now.getTime(), (at, n) => webhookDeliveryCounts(pool, webhookId, at, n)),
+      this.fill(
+        this.attempts,
+        webhookId,
+        starts,
+        (start) => start + HOUR_MS <= settledBefore,
+        (at, n) => webhookAttemptStats(pool, webhookId, at, n),
+      ),
+      this.fill(
+        this.deliveries,
+        webhookId,
+        starts,
+        (start) => start + HOUR_MS <= now.getTime(),
+        (at, n) => webhookDeliveryCounts(pool, webhookId, at, n),
+      ),
     ]);
     return starts.map((_, i) => {
       const { attempts: count, p50Ms, p99Ms } = attempts[i]!;

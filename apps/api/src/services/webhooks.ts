@@ -10,13 +10,28 @@ import { checkPayloadTemplate } from '@gatehook/delivery/render/payload-template
 import { cancelQueuedWork, changeStatusManually, type ManualStatusOperation } from '@gatehook/delivery/state/webhook';
 import type { Db, Prisma } from '@gatehook/db/client';
 import type { Webhook } from '@gatehook/db/generated/client';
-import { deleteWebhook as deleteWebhookRow, insertWebhook, lockWebhook, rotateWebhookSecret, updateWebhookConfig, type WebhookConfigChange } from '@gatehook/db/webhook/config';
+import {
+  deleteWebhook as deleteWebhookRow,
+  insertWebhook,
+  lockWebhook,
+  rotateWebhookSecret,
+  updateWebhookConfig,
+  type WebhookConfigChange,
+} from '@gatehook/db/webhook/config';
 import { checkDestinationUrl, type CidrList, type HostLookup } from '@gatehook/egress/address-policy';
 import { inspectClientCertificate, type ClientCertificate } from '@gatehook/egress/client-certificate';
 import { auditFields, type Actor } from '../http/actor';
 import { byCreatedAt, listPage } from '../http/pagination';
 import { auditedChange, type CommitHooks } from './commit-hooks';
-import { authChange, authChanged, authColumns, authData, authorizationHeaderIssues, checkTokenUrl, storedAuthColumns } from './webhook-auth';
+import {
+  authChange,
+  authChanged,
+  authColumns,
+  authData,
+  authorizationHeaderIssues,
+  checkTokenUrl,
+  storedAuthColumns,
+} from './webhook-auth';
 import { webhookAuthView } from '@gatehook/core/webhook-auth';
 
 export interface WebhookDeps {
@@ -51,7 +66,10 @@ export function toWebhookView(row: Webhook): WebhookView {
     failing_since: row.failingSince?.toISOString() ?? null,
     client_certificate:
       row.clientCertificateFingerprint && row.clientCertificateNotAfter
-        ? { fingerprint_sha256: row.clientCertificateFingerprint, not_after: row.clientCertificateNotAfter.toISOString() }
+        ? {
+            fingerprint_sha256: row.clientCertificateFingerprint,
+            not_after: row.clientCertificateNotAfter.toISOString(),
+          }
         : null,
     rate_limit_per_second: row.rateLimitPerSecond,
     auth: webhookAuthView(storedAuthColumns(row).auth),
@@ -65,7 +83,10 @@ function policy(deps: WebhookDeps): { allow: CidrList; lookup?: HostLookup } {
 }
 
 async function checkUrl(deps: WebhookDeps, url: string): Promise<void> {
-  const verdict = await checkDestinationUrl(url, { allow: deps.egressAllow, ...(deps.lookup ? { lookup: deps.lookup } : {}) });
+  const verdict = await checkDestinationUrl(url, {
+    allow: deps.egressAllow,
+    ...(deps.lookup ? { lookup: deps.lookup } : {}),
+  });
   if (!verdict.ok) throw validationError([{ path: 'url', message: verdict.message }]);
 }
 
@@ -73,7 +94,12 @@ async function checkUrl(deps: WebhookDeps, url: string): Promise<void> {
  * Checks the condition against the subscribed events and test-renders the template (SPEC 6.2.8, 6.3.4, 7.1).
  * Blank means none. Throws one 422 naming `condition` and/or `template`.
  */
-function checkExpressions(webhook: { condition: string; template: string; events: readonly string[]; vars: Record<string, string> }): void {
+function checkExpressions(webhook: {
+  condition: string;
+  template: string;
+  events: readonly string[];
+  vars: Record<string, string>;
+}): void {
   const issues: FieldIssue[] = [];
   if (webhook.condition.trim() !== '') {
     const compiled = compileEventCondition(webhook.condition, webhook.events);
@@ -93,12 +119,23 @@ function checkExpressions(webhook: { condition: string; template: string; events
  */
 function clientCertificateColumns(box: SecretBox, id: string, given: ClientCertificate | null) {
   if (given === null) {
-    return { clientCertificateEncrypted: null, clientCertificateFingerprint: null, clientCertificateNotAfter: null, clientCertificateWarnedAt: null };
+    return {
+      clientCertificateEncrypted: null,
+      clientCertificateFingerprint: null,
+      clientCertificateNotAfter: null,
+      clientCertificateWarnedAt: null,
+    };
   }
   const checked = inspectClientCertificate(given);
-  if (!checked.ok) throw validationError([{ path: checked.field ? `client_certificate.${checked.field}` : 'client_certificate', message: checked.message }]);
+  if (!checked.ok)
+    throw validationError([
+      { path: checked.field ? `client_certificate.${checked.field}` : 'client_certificate', message: checked.message },
+    ]);
   return {
-    clientCertificateEncrypted: box.encrypt(JSON.stringify({ cert: given.cert, key: given.key }), webhookPlace('webhooks.client_certificate_encrypted', id)),
+    clientCertificateEncrypted: box.encrypt(
+      JSON.stringify({ cert: given.cert, key: given.key }),
+      webhookPlace('webhooks.client_certificate_encrypted', id),
+    ),
     clientCertificateFingerprint: checked.summary.fingerprintSha256,
     clientCertificateNotAfter: checked.summary.notAfter,
     clientCertificateWarnedAt: null,
@@ -130,9 +167,14 @@ function mergeSecretMap(
   const merged: Record<string, string> = {};
   for (const [name, value] of Object.entries(patch)) {
     if (value !== '') merged[name] = value;
-    else if (originChanged) issues.push({ path: `${field}.${name}`, message: "must be supplied again when the URL's origin changes" });
+    else if (originChanged)
+      issues.push({ path: `${field}.${name}`, message: "must be supplied again when the URL's origin changes" });
     else if (Object.hasOwn(stored, name)) merged[name] = stored[name]!;
-    else issues.push({ path: `${field}.${name}`, message: 'a blank value keeps the stored value, but none is stored for this name' });
+    else
+      issues.push({
+        path: `${field}.${name}`,
+        message: 'a blank value keeps the stored value, but none is stored for this name',
+      });
   }
   return { merged, issues };
 }
@@ -154,14 +196,22 @@ async function lockedWebhook(tx: Prisma.TransactionClient, orgId: string, id: st
 }
 
 /** POST /webhooks: validates, encrypts every secret, records webhook.created; the secret is returned once. */
-export async function createWebhook(deps: WebhookDeps, actor: Actor, input: CreateWebhookInput): Promise<{ webhook: WebhookView; secret: string }> {
+export async function createWebhook(
+  deps: WebhookDeps,
+  actor: Actor,
+  input: CreateWebhookInput,
+): Promise<{ webhook: WebhookView; secret: string }> {
   checkExpressions(input);
   await checkUrl(deps, input.url);
   const secret = generateSigningSecret();
   const id = randomUUID();
   const certificate = clientCertificateColumns(deps.box, id, input.client_certificate);
   const auth = authColumns(deps.box, id, input.auth, null);
-  const authIssues = [...auth.issues, ...authorizationHeaderIssues(input.auth, Object.keys(input.headers)), ...(await checkTokenUrl(input.auth, policy(deps)))];
+  const authIssues = [
+    ...auth.issues,
+    ...authorizationHeaderIssues(input.auth, Object.keys(input.headers)),
+    ...(await checkTokenUrl(input.auth, policy(deps))),
+  ];
   if (authIssues.length > 0) throw validationError(authIssues);
   const now = new Date();
   const row = await auditedChange(deps, actor.principal.orgId, { webhooks: true }, async (tx, record) => {
@@ -202,11 +252,19 @@ export interface ListQuery {
 }
 
 /** GET /webhooks: newest first, cursor-paginated. */
-export async function listWebhooks(deps: WebhookDeps, orgId: string, query: ListQuery): Promise<{ items: WebhookView[]; next_cursor: string | null }> {
+export async function listWebhooks(
+  deps: WebhookDeps,
+  orgId: string,
+  query: ListQuery,
+): Promise<{ items: WebhookView[]; next_cursor: string | null }> {
   return listPage(
     query,
     byCreatedAt('desc'),
-    ({ where, ...page }) => deps.db.webhook.findMany({ where: { orgId, ...(query.status ? { status: query.status } : {}), ...where }, ...page }),
+    ({ where, ...page }) =>
+      deps.db.webhook.findMany({
+        where: { orgId, ...(query.status ? { status: query.status } : {}), ...where },
+        ...page,
+      }),
     (rows) => rows.map(toWebhookView),
   );
 }
@@ -224,7 +282,12 @@ export async function getWebhook(deps: WebhookDeps, orgId: string, id: string): 
  * refused too) and the client certificate again or null, and fails the deliveries rendered for the old receiver in
  * the same transaction (CONTRACT 15).
  */
-export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string, patch: PatchWebhookInput): Promise<WebhookView> {
+export async function updateWebhook(
+  deps: WebhookDeps,
+  actor: Actor,
+  id: string,
+  patch: PatchWebhookInput,
+): Promise<WebhookView> {
   const newUrl = patch.url !== undefined && patch.url !== '' ? patch.url : undefined;
   if (newUrl !== undefined) await checkUrl(deps, newUrl);
   const tokenUrlIssues = await checkTokenUrl(patch.auth, policy(deps));
@@ -257,7 +320,11 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
       const certificate = clientCertificateColumns(deps.box, id, patch.client_certificate);
       if (certificate.clientCertificateFingerprint !== current.clientCertificateFingerprint) {
         // Fingerprints only: the PEMs never enter an audit diff.
-        changes.push({ field: 'client_certificate', old: current.clientCertificateFingerprint, new: certificate.clientCertificateFingerprint });
+        changes.push({
+          field: 'client_certificate',
+          old: current.clientCertificateFingerprint,
+          new: certificate.clientCertificateFingerprint,
+        });
         Object.assign(data, certificate);
       }
     }
@@ -275,14 +342,32 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
     }
 
     const maps = [
-      ['vars', patch.vars, current.varsEncrypted, current.varNames, 'varNames', 'varsEncrypted', 'webhooks.vars_encrypted'],
-      ['headers', patch.headers, current.headersEncrypted, current.headerNames, 'headerNames', 'headersEncrypted', 'webhooks.headers_encrypted'],
+      [
+        'vars',
+        patch.vars,
+        current.varsEncrypted,
+        current.varNames,
+        'varNames',
+        'varsEncrypted',
+        'webhooks.vars_encrypted',
+      ],
+      [
+        'headers',
+        patch.headers,
+        current.headersEncrypted,
+        current.headerNames,
+        'headerNames',
+        'headersEncrypted',
+        'webhooks.headers_encrypted',
+      ],
     ] as const;
     let finalVars: Record<string, string> | undefined;
     const mapIssues: FieldIssue[] = [];
     for (const [field, given, storedToken, storedNames, namesColumn, encryptedColumn, column] of maps) {
       // On a new origin, a map left out would keep every stored value: it is read as every name given blank.
-      const incoming = given ?? (originChanged && storedNames.length > 0 ? Object.fromEntries(storedNames.map((n) => [n, ''])) : undefined);
+      const incoming =
+        given ??
+        (originChanged && storedNames.length > 0 ? Object.fromEntries(storedNames.map((n) => [n, ''])) : undefined);
       if (incoming === undefined) continue;
       const stored = storedToken ? deps.box.decryptMap(storedToken, webhookPlace(column, id)) : {};
       const { merged, issues } = mergeSecretMap(field, stored, incoming, originChanged);
@@ -296,15 +381,25 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
     }
     // The client certificate is a credential of the receiver too: on a new origin it is given again or removed.
     if (originChanged && current.clientCertificateEncrypted !== null && patch.client_certificate === undefined) {
-      mapIssues.push({ path: 'client_certificate', message: "must be supplied again (or set to null) when the URL's origin changes" });
+      mapIssues.push({
+        path: 'client_certificate',
+        message: "must be supplied again (or set to null) when the URL's origin changes",
+      });
     }
     // auth (CONTRACT 20): an object replaces it, keeping a blank secret when the type is unchanged; on a new origin
     // the secret must be given again, so an auth left out of the body is refused like a map left out.
     const storedAuth = storedAuthColumns(current);
-    const givenAuth = patch.auth ?? (patch.auth === undefined && originChanged && storedAuth.auth ? 'resupply' : undefined);
+    const givenAuth =
+      patch.auth ?? (patch.auth === undefined && originChanged && storedAuth.auth ? 'resupply' : undefined);
     let finalAuth = storedAuth;
     if (givenAuth === 'resupply') {
-      mapIssues.push({ path: storedAuth.auth?.type === 'oauth2_client_credentials' ? `auth.${storedAuth.auth.credential}` : 'auth.private_key', message: "must be supplied again when the URL's origin changes" });
+      mapIssues.push({
+        path:
+          storedAuth.auth?.type === 'oauth2_client_credentials'
+            ? `auth.${storedAuth.auth.credential}`
+            : 'auth.private_key',
+        message: "must be supplied again when the URL's origin changes",
+      });
     } else if (givenAuth !== undefined || patch.auth === null) {
       const next = authColumns(deps.box, id, patch.auth ?? null, { stored: storedAuth, originChanged });
       mapIssues.push(...next.issues);
@@ -314,7 +409,8 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
         Object.assign(data, authData(next.columns));
       }
     }
-    const finalHeaderNames = ((data as Record<string, unknown>).headerNames as string[] | undefined) ?? current.headerNames;
+    const finalHeaderNames =
+      ((data as Record<string, unknown>).headerNames as string[] | undefined) ?? current.headerNames;
     mapIssues.push(...authorizationHeaderIssues(finalAuth.auth, finalHeaderNames));
     if (mapIssues.length > 0) throw validationError(mapIssues);
 
@@ -325,7 +421,11 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, id: string,
         events: patch.events ?? current.events,
         condition: patch.condition ?? current.condition,
         template: patch.template ?? current.template,
-        vars: finalVars ?? (current.varsEncrypted ? deps.box.decryptMap(current.varsEncrypted, webhookPlace('webhooks.vars_encrypted', id)) : {}),
+        vars:
+          finalVars ??
+          (current.varsEncrypted
+            ? deps.box.decryptMap(current.varsEncrypted, webhookPlace('webhooks.vars_encrypted', id))
+            : {}),
       });
     }
     const updated = await updateWebhookConfig(tx, id, data);
@@ -356,7 +456,11 @@ function reseal(box: SecretBox, token: string, from: SecretPlace, to: SecretPlac
 }
 
 /** POST /webhooks/{id}/rotate-secret: the current secret stays valid for the overlap, then only the new one. */
-export async function rotateSecret(deps: WebhookDeps, actor: Actor, id: string): Promise<{ secret: string; previous_valid_until: string }> {
+export async function rotateSecret(
+  deps: WebhookDeps,
+  actor: Actor,
+  id: string,
+): Promise<{ secret: string; previous_valid_until: string }> {
   const secret = generateSigningSecret();
   const validUntil = new Date(Date.now() + deps.rotationOverlapSeconds * 1000);
   await auditedChange(deps, actor.principal.orgId, { webhooks: true }, async (tx, record) => {
@@ -364,7 +468,12 @@ export async function rotateSecret(deps: WebhookDeps, actor: Actor, id: string):
     await rotateWebhookSecret(tx, id, {
       secretEncrypted: deps.box.encrypt(secret, webhookPlace('webhooks.secret_encrypted', id)),
       // Bound to its new column; a secret no configured key opens could not sign anyway, so it is not carried over.
-      previousSecretEncrypted: reseal(deps.box, current.secretEncrypted, webhookPlace('webhooks.secret_encrypted', id), webhookPlace('webhooks.previous_secret_encrypted', id)),
+      previousSecretEncrypted: reseal(
+        deps.box,
+        current.secretEncrypted,
+        webhookPlace('webhooks.secret_encrypted', id),
+        webhookPlace('webhooks.previous_secret_encrypted', id),
+      ),
       previousValidUntil: validUntil,
     });
     await record({
@@ -381,7 +490,12 @@ export async function rotateSecret(deps: WebhookDeps, actor: Actor, id: string):
  * POST /webhooks/{id}/enable|disable|pause|resume: the change itself is the engine's (changeStatusManually);
  * here it is locked, audited and announced.
  */
-export async function changeWebhookStatus(deps: WebhookDeps, actor: Actor, id: string, operation: ManualStatusOperation): Promise<WebhookView> {
+export async function changeWebhookStatus(
+  deps: WebhookDeps,
+  actor: Actor,
+  id: string,
+  operation: ManualStatusOperation,
+): Promise<WebhookView> {
   const row = await auditedChange(deps, actor.principal.orgId, { webhooks: true }, async (tx, record) => {
     const current = await lockedWebhook(tx, actor.principal.orgId, id);
     const now = new Date();

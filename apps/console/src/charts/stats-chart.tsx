@@ -65,10 +65,20 @@ export default function StatsChart({ buckets }: { buckets: StatsBucket[] }) {
   }, [buckets]);
   return (
     <figure className="stats-chart">
-      <div ref={host} data-testid="stats-chart" role="img" aria-label="Deliveries, attempts and attempt durations per hour; the numbers are in the table below" />
+      <div
+        ref={host}
+        data-testid="stats-chart"
+        role="img"
+        aria-label="Deliveries, attempts and attempt durations per hour; the numbers are in the table below"
+      />
       <figcaption>
         <ul className="legend" aria-label="Legend">
-          {SERIES.map((s) => <li key={s.label}><span className="swatch" style={{ background: s.fill ?? s.stroke }} aria-hidden="true" />{s.label}</li>)}
+          {SERIES.map((s) => (
+            <li key={s.label}>
+              <span className="swatch" style={{ background: s.fill ?? s.stroke }} aria-hidden="true" />
+              {s.label}
+            </li>
+          ))}
         </ul>
       </figcaption>
     </figure>

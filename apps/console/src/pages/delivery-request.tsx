@@ -12,9 +12,25 @@ export function DeliveryRequest() {
     queryKey: ['delivery-request', deliveryId],
     queryFn: () => api<SentRequest>('GET', `/webhooks/${id}/deliveries/${deliveryId}/request`),
   });
-  const back = <p><Link to={`/webhooks/${id}/deliveries/${deliveryId}`}>← Back to the delivery</Link></p>;
-  if (request.isPending) return <section>{back}<Loading what="the request" /></section>;
-  if (request.isError) return <section>{back}<ErrorBox error={request.error} what="Request as sent" /></section>;
+  const back = (
+    <p>
+      <Link to={`/webhooks/${id}/deliveries/${deliveryId}`}>← Back to the delivery</Link>
+    </p>
+  );
+  if (request.isPending)
+    return (
+      <section>
+        {back}
+        <Loading what="the request" />
+      </section>
+    );
+  if (request.isError)
+    return (
+      <section>
+        {back}
+        <ErrorBox error={request.error} what="Request as sent" />
+      </section>
+    );
   const r = request.data;
   const redacted = r.body.includes(REDACTED) || Object.values(r.headers).includes(REDACTED);
   // The API withholds a whole body rendered before a variable or header value changed (docs/operations.md).
@@ -24,8 +40,9 @@ export function DeliveryRequest() {
       {back}
       <h1>Request as sent</h1>
       <p className="muted">
-        The last attempt of delivery <code>{deliveryId}</code>: <code>POST</code> with these headers and this body. Custom header
-        values, and every variable or custom header value found in the body, are shown as <code>{REDACTED}</code>.
+        The last attempt of delivery <code>{deliveryId}</code>: <code>POST</code> with these headers and this body.
+        Custom header values, and every variable or custom header value found in the body, are shown as{' '}
+        <code>{REDACTED}</code>.
         {withheld
           ? ' The body is withheld: it was rendered before a variable or header value of the webhook changed, so it may hold a value that can no longer be recognised.'
           : redacted
@@ -35,15 +52,31 @@ export function DeliveryRequest() {
       <h2>Headers</h2>
       <table className="headers">
         <caption className="sr-only">Request headers</caption>
-        <thead><tr><th scope="col">Name</th><th scope="col">Value</th></tr></thead>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Value</th>
+          </tr>
+        </thead>
         <tbody>
           {Object.entries(r.headers).map(([name, value]) => (
-            <tr key={name}><th scope="row"><code>{name}</code></th><td><code className={value === REDACTED ? 'redacted' : undefined}>{value}</code></td></tr>
+            <tr key={name}>
+              <th scope="row">
+                <code>{name}</code>
+              </th>
+              <td>
+                <code className={value === REDACTED ? 'redacted' : undefined}>{value}</code>
+              </td>
+            </tr>
           ))}
         </tbody>
       </table>
-      <h2>Body <span className="muted">({r.content_type})</span></h2>
-      <pre data-testid="request-body" className="request-body">{r.body}</pre>
+      <h2>
+        Body <span className="muted">({r.content_type})</span>
+      </h2>
+      <pre data-testid="request-body" className="request-body">
+        {r.body}
+      </pre>
     </section>
   );
 }

@@ -6,13 +6,20 @@ import { Empty, ErrorBox, Loading, usePager, When } from '../ui';
 /** In-app notifications (automatic webhook disables), newest first, each linking to its webhook. */
 export function NotificationsPage() {
   const pager = usePager();
-  const list = useQuery({ queryKey: ['notifications', pager.cursor], queryFn: () => api<Page<Notification>>('GET', `/notifications${query({ limit: 50, cursor: pager.cursor })}`) });
+  const list = useQuery({
+    queryKey: ['notifications', pager.cursor],
+    queryFn: () => api<Page<Notification>>('GET', `/notifications${query({ limit: 50, cursor: pager.cursor })}`),
+  });
   return (
     <section>
       <h1>Notifications</h1>
       {list.isPending && <Loading what="notifications" />}
       {list.isError && <ErrorBox error={list.error} />}
-      {list.data && list.data.items.length === 0 && <Empty>No notifications. Webhooks disabled automatically (circuit breaker, gone, template error) are reported here.</Empty>}
+      {list.data && list.data.items.length === 0 && (
+        <Empty>
+          No notifications. Webhooks disabled automatically (circuit breaker, gone, template error) are reported here.
+        </Empty>
+      )}
       {list.data && list.data.items.length > 0 && (
         <ul className="notifications">
           {list.data.items.map((n) => (
@@ -20,7 +27,12 @@ export function NotificationsPage() {
               <p>{n.message}</p>
               <p className="muted">
                 <When at={n.created_at} /> · {n.kind}
-                {n.webhook_id && <> · <Link to={`/webhooks/${n.webhook_id}`}>Open the webhook</Link></>}
+                {n.webhook_id && (
+                  <>
+                    {' '}
+                    · <Link to={`/webhooks/${n.webhook_id}`}>Open the webhook</Link>
+                  </>
+                )}
               </p>
             </li>
           ))}

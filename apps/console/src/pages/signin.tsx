@@ -33,9 +33,23 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
       <h1>Gatehook console</h1>
       <form onSubmit={submit} aria-describedby="signin-help">
         <label htmlFor="api-key">API key</label>
-        <input id="api-key" name="api-key" type="password" autoComplete="off" required pattern="ghk_[A-Za-z0-9_\-]{43}" value={key} onChange={(e) => setKey(e.target.value)} placeholder="ghk_…" />
-        <p id="signin-help" className="muted">The key stays in this browser tab only and is forgotten when you sign out or close the tab.</p>
-        <button type="submit" disabled={busy}>{busy ? 'Signing in…' : 'Sign in'}</button>
+        <input
+          id="api-key"
+          name="api-key"
+          type="password"
+          autoComplete="off"
+          required
+          pattern="ghk_[A-Za-z0-9_\-]{43}"
+          value={key}
+          onChange={(e) => setKey(e.target.value)}
+          placeholder="ghk_…"
+        />
+        <p id="signin-help" className="muted">
+          The key stays in this browser tab only and is forgotten when you sign out or close the tab.
+        </p>
+        <button type="submit" disabled={busy}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
       </form>
       {error !== null && <ErrorBox error={error} what="Sign in" />}
     </main>

@@ -17,14 +17,20 @@ export function WebhookStats({ webhookId }: { webhookId: string }) {
     placeholderData: (previous) => previous,
   });
   const buckets = stats.data?.buckets ?? [];
-  const total = (key: 'deliveries' | 'succeeded' | 'failed' | 'attempts') => buckets.reduce((sum, b) => sum + b[key], 0);
+  const total = (key: 'deliveries' | 'succeeded' | 'failed' | 'attempts') =>
+    buckets.reduce((sum, b) => sum + b[key], 0);
   return (
     <section aria-labelledby="stats-title">
       <div className="title-row">
         <h2 id="stats-title">Hourly statistics</h2>
-        <label>Range{' '}
+        <label>
+          Range{' '}
           <select value={hours} onChange={(e) => setHours(Number(e.target.value))}>
-            {RANGES.map((h) => <option key={h} value={h}>last {h} h</option>)}
+            {RANGES.map((h) => (
+              <option key={h} value={h}>
+                last {h} h
+              </option>
+            ))}
           </select>
         </label>
       </div>
@@ -37,7 +43,8 @@ export function WebhookStats({ webhookId }: { webhookId: string }) {
       {stats.data && (
         <>
           <p data-testid="stats-totals">
-            {total('deliveries')} deliveries · {total('succeeded')} succeeded · {total('failed')} failed · {total('attempts')} attempts
+            {total('deliveries')} deliveries · {total('succeeded')} succeeded · {total('failed')} failed ·{' '}
+            {total('attempts')} attempts
           </p>
           <Suspense fallback={<Loading what="the chart" />}>
             <StatsChart buckets={buckets} />
@@ -46,11 +53,33 @@ export function WebhookStats({ webhookId }: { webhookId: string }) {
             <summary>The numbers, hour by hour</summary>
             <table>
               <caption className="sr-only">Deliveries per hour, oldest first</caption>
-              <thead><tr><th scope="col">Hour</th><th scope="col">Deliveries</th><th scope="col">Succeeded</th><th scope="col">Failed</th><th scope="col">Attempts</th><th scope="col">p50 ms</th><th scope="col">p99 ms</th></tr></thead>
+              <thead>
+                <tr>
+                  <th scope="col">Hour</th>
+                  <th scope="col">Deliveries</th>
+                  <th scope="col">Succeeded</th>
+                  <th scope="col">Failed</th>
+                  <th scope="col">Attempts</th>
+                  <th scope="col">p50 ms</th>
+                  <th scope="col">p99 ms</th>
+                </tr>
+              </thead>
               <tbody>
-                {buckets.filter((b) => b.deliveries > 0).map((b) => (
-                  <tr key={b.start}><td><When at={b.start} /></td><td>{b.deliveries}</td><td>{b.succeeded}</td><td>{b.failed}</td><td>{b.attempts}</td><td>{b.p50_ms ?? '—'}</td><td>{b.p99_ms ?? '—'}</td></tr>
-                ))}
+                {buckets
+                  .filter((b) => b.deliveries > 0)
+                  .map((b) => (
+                    <tr key={b.start}>
+                      <td>
+                        <When at={b.start} />
+                      </td>
+                      <td>{b.deliveries}</td>
+                      <td>{b.succeeded}</td>
+                      <td>{b.failed}</td>
+                      <td>{b.attempts}</td>
+                      <td>{b.p50_ms ?? '—'}</td>
+                      <td>{b.p99_ms ?? '—'}</td>
+                    </tr>
+                  ))}
               </tbody>
             </table>
           </details>

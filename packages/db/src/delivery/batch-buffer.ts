@@ -5,7 +5,11 @@
 import type { Pool } from '../client';
 
 /** The oldest entries of a webhook's batch buffer, at most `limit`. No lock is taken. */
-export async function readBatchItems(pool: Pool, webhookId: string, limit: number): Promise<{ eventId: string; createdAt: Date }[]> {
+export async function readBatchItems(
+  pool: Pool,
+  webhookId: string,
+  limit: number,
+): Promise<{ eventId: string; createdAt: Date }[]> {
   const { rows } = await pool.query<{ event_id: string; created_at: Date }>({
     name: 'read_batch_items',
     text: `SELECT event_id, created_at FROM batch_items WHERE webhook_id = $1 ORDER BY created_at, event_id LIMIT $2`,

@@ -100,10 +100,20 @@ export async function commitFanout(
            SELECT (SELECT string_agg(id::text, ',') FROM claimed) AS claimed, (SELECT string_agg(id::text, ',') FROM d) AS deliveries,
              (SELECT string_agg(DISTINCT webhook_id::text, ',') FROM b) AS buffered`,
     values: [
-      input.orgId, input.eventIds, input.now.toISOString(),
-      d.map((x) => x.id), d.map((x) => x.webhookId), d.map((x) => uuidArray(x.eventIds)), d.map((x) => x.status), d.map((x) => x.bodyEncrypted),
-      d.map((x) => x.contentType), d.map((x) => x.error), d.map((x) => iso(x.nextRetryAt)),
-      input.batchItems.map((b) => b.webhookId), input.batchItems.map((b) => b.eventId), iso(input.leasedUntil ?? null),
+      input.orgId,
+      input.eventIds,
+      input.now.toISOString(),
+      d.map((x) => x.id),
+      d.map((x) => x.webhookId),
+      d.map((x) => uuidArray(x.eventIds)),
+      d.map((x) => x.status),
+      d.map((x) => x.bodyEncrypted),
+      d.map((x) => x.contentType),
+      d.map((x) => x.error),
+      d.map((x) => iso(x.nextRetryAt)),
+      input.batchItems.map((b) => b.webhookId),
+      input.batchItems.map((b) => b.eventId),
+      iso(input.leasedUntil ?? null),
       d.map((x) => x.secretsVersion),
     ],
   });
@@ -121,7 +131,13 @@ export async function commitFanout(
  */
 export async function commitBatch(
   pool: Pool,
-  input: { orgId: string; webhookId: string; eventIds: readonly string[]; now: Date; deliveries: readonly NewDelivery[] },
+  input: {
+    orgId: string;
+    webhookId: string;
+    eventIds: readonly string[];
+    now: Date;
+    deliveries: readonly NewDelivery[];
+  },
 ): Promise<boolean> {
   const d = input.deliveries;
   const { rows } = await pool.query<{ ok: boolean }>({
@@ -142,9 +158,18 @@ export async function commitBatch(
            )
            SELECT ok FROM ok`,
     values: [
-      input.webhookId, input.eventIds, input.orgId, input.now.toISOString(),
-      d.map((x) => x.id), d.map((x) => x.eventIds.join(',')), d.map((x) => x.status), d.map((x) => x.bodyEncrypted),
-      d.map((x) => x.contentType), d.map((x) => x.error), d.map((x) => iso(x.nextRetryAt)), d.map((x) => x.secretsVersion),
+      input.webhookId,
+      input.eventIds,
+      input.orgId,
+      input.now.toISOString(),
+      d.map((x) => x.id),
+      d.map((x) => x.eventIds.join(',')),
+      d.map((x) => x.status),
+      d.map((x) => x.bodyEncrypted),
+      d.map((x) => x.contentType),
+      d.map((x) => x.error),
+      d.map((x) => iso(x.nextRetryAt)),
+      d.map((x) => x.secretsVersion),
     ],
   });
   return rows[0]?.ok ?? false;
@@ -171,8 +196,16 @@ export async function createReplayedDeliveries(
        x.body, x.content_type, x.error, x.next_retry_at, $3::timestamptz, $3::timestamptz, x.secrets_version
      FROM unnest($4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[], $11::text[])
        AS x(id, event_ids, status, body, content_type, error, next_retry_at, secrets_version)`,
-    input.orgId, input.webhookId, input.now.toISOString(),
-    d.map((x) => x.id), d.map((x) => uuidArray(x.eventIds)), d.map((x) => x.status), d.map((x) => x.bodyEncrypted),
-    d.map((x) => x.contentType), d.map((x) => x.error), d.map((x) => iso(x.nextRetryAt)), d.map((x) => x.secretsVersion),
+    input.orgId,
+    input.webhookId,
+    input.now.toISOString(),
+    d.map((x) => x.id),
+    d.map((x) => uuidArray(x.eventIds)),
+    d.map((x) => x.status),
+    d.map((x) => x.bodyEncrypted),
+    d.map((x) => x.contentType),
+    d.map((x) => x.error),
+    d.map((x) => iso(x.nextRetryAt)),
+    d.map((x) => x.secretsVersion),
   );
 }

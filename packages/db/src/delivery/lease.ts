@@ -29,8 +29,15 @@ export interface LeasedDelivery {
 // plan over every partition costing more; partitions.test.ts checks both.
 
 type LeasedRow = {
-  id: string; org_id: string; webhook_id: string; status: QueuedStatus; cycle_attempts: number; throttled_streak: number;
-  body_encrypted: string | null; content_type: string | null; awaiting_first_since: Date | null;
+  id: string;
+  org_id: string;
+  webhook_id: string;
+  status: QueuedStatus;
+  cycle_attempts: number;
+  throttled_streak: number;
+  body_encrypted: string | null;
+  content_type: string | null;
+  awaiting_first_since: Date | null;
 };
 
 /**
@@ -42,7 +49,12 @@ type LeasedRow = {
  * Result: the deliveries leased until `until`, with what their attempt needs. Whatever the queue does (a
  * duplicated job, a stalled job re-run, a reconciler pass), a delivery is then in flight at most once.
  */
-export async function leaseDeliveries(pool: Pool, ids: readonly string[], now: Date, until: Date): Promise<LeasedDelivery[]> {
+export async function leaseDeliveries(
+  pool: Pool,
+  ids: readonly string[],
+  now: Date,
+  until: Date,
+): Promise<LeasedDelivery[]> {
   const { rows } = await pool.query<LeasedRow>({
     name: 'lease_deliveries',
     text: `UPDATE deliveries SET leased_until = $3

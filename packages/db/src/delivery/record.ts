@@ -62,7 +62,10 @@ export async function recordAttempts(
   now: Date,
 ): Promise<{ applied: Set<string>; failingSince: Map<string, Date | null> }> {
   const r = records;
-  const { rows } = await pool.query<{ applied: string[] | null; streaks: { id: string; failing_since: string | null }[] | null }>({
+  const { rows } = await pool.query<{
+    applied: string[] | null;
+    streaks: { id: string; failing_since: string | null }[] | null;
+  }>({
     name: 'record_attempts',
     text: `WITH r AS (
              SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::int[], $5::text[], $6::int[], $7::text[],
@@ -88,17 +91,28 @@ export async function recordAttempts(
            SELECT (SELECT array_agg(id) FROM applied) AS applied,
                   (SELECT json_agg(json_build_object('id', id, 'failing_since', failing_since)) FROM before) AS streaks`,
     values: [
-      r.map((x) => x.deliveryId), r.map((x) => x.lease.toISOString()), r.map((x) => x.at.toISOString()), r.map((x) => x.statusCode),
-      r.map((x) => x.error), r.map((x) => Math.round(x.durationMs)), r.map((x) => x.responseSnippet), r.map((x) => x.next.status),
-      r.map((x) => x.next.cycleAttempts), r.map((x) => x.next.throttledStreak), r.map((x) => iso(x.next.nextRetryAt)),
+      r.map((x) => x.deliveryId),
+      r.map((x) => x.lease.toISOString()),
+      r.map((x) => x.at.toISOString()),
+      r.map((x) => x.statusCode),
+      r.map((x) => x.error),
+      r.map((x) => Math.round(x.durationMs)),
+      r.map((x) => x.responseSnippet),
+      r.map((x) => x.next.status),
+      r.map((x) => x.next.cycleAttempts),
+      r.map((x) => x.next.throttledStreak),
+      r.map((x) => iso(x.next.nextRetryAt)),
       r.map((x) => x.next.error),
-      streaks.map((s) => s.webhookId), streaks.map((s) => s.cleared), streaks.map((s) => iso(s.failingFrom)),
+      streaks.map((s) => s.webhookId),
+      streaks.map((s) => s.cleared),
+      streaks.map((s) => iso(s.failingFrom)),
       now.toISOString(),
       r.map((x) => x.webhookId),
     ],
   });
   const row = rows[0];
   const failingSince = new Map<string, Date | null>();
-  for (const s of row?.streaks ?? []) failingSince.set(s.id, s.failing_since === null ? null : new Date(s.failing_since));
+  for (const s of row?.streaks ?? [])
+    failingSince.set(s.id, s.failing_since === null ? null : new Date(s.failing_since));
   return { applied: new Set(row?.applied ?? []), failingSince };
 }

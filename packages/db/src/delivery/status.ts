@@ -23,7 +23,10 @@ export function isRetryable(delivery: { status: DeliveryStatus; bodyEncrypted: s
 }
 
 /** {@link guard}.retryable as a Prisma filter, for the reads that page through retryable deliveries (recover). */
-export const retryableWhere = { status: statuses.failed, bodyEncrypted: { not: null } } as const satisfies Prisma.DeliveryWhereInput;
+export const retryableWhere = {
+  status: statuses.failed,
+  bodyEncrypted: { not: null },
+} as const satisfies Prisma.DeliveryWhereInput;
 
 /** Whether a status has an attempt ahead of it. */
 export function isQueued(status: DeliveryStatus): status is QueuedStatus {

@@ -17,7 +17,11 @@ export interface ExpiringCertificate {
  * clears it) and creates one `client_certificate_expiring` notification for each. Idempotent: a second run, or a
  * second worker at once, finds the rows marked (the UPDATE locks them) and warns no one twice.
  */
-export async function warnExpiringClientCertificates(pool: Pool, now: Date, warningDays: number): Promise<ExpiringCertificate[]> {
+export async function warnExpiringClientCertificates(
+  pool: Pool,
+  now: Date,
+  warningDays: number,
+): Promise<ExpiringCertificate[]> {
   const { rows } = await pool.query<{ webhook_id: string; org_id: string; not_after: Date }>({
     name: 'warn_expiring_client_certificates',
     text: `WITH due AS (

@@ -15,7 +15,9 @@ import type { Webhook } from '../generated/client';
  * Result: the row as it is under the lock, or null when the organisation has no such webhook.
  */
 export async function lockWebhook(tx: Prisma.TransactionClient, orgId: string, id: string): Promise<Webhook | null> {
-  const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM webhooks WHERE id = ${id}::uuid AND org_id = ${orgId}::uuid FOR UPDATE`;
+  const locked = await tx.$queryRaw<
+    { id: string }[]
+  >`SELECT id FROM webhooks WHERE id = ${id}::uuid AND org_id = ${orgId}::uuid FOR UPDATE`;
   if (locked.length === 0) return null;
   return tx.webhook.findUniqueOrThrow({ where: { id } });
 }
@@ -23,7 +25,13 @@ export async function lockWebhook(tx: Prisma.TransactionClient, orgId: string, i
 /** The columns a new webhook is created with; the rest take their defaults (active, no failure streak). */
 export type NewWebhook = Omit<
   Prisma.WebhookUncheckedCreateInput,
-  'status' | 'disabledReason' | 'failingSince' | 'secretsChangedAt' | 'previousSecretEncrypted' | 'previousSecretValidUntil' | 'updatedAt'
+  | 'status'
+  | 'disabledReason'
+  | 'failingSince'
+  | 'secretsChangedAt'
+  | 'previousSecretEncrypted'
+  | 'previousSecretValidUntil'
+  | 'updatedAt'
 >;
 
 /**
@@ -37,10 +45,26 @@ export async function insertWebhook(tx: Prisma.TransactionClient, data: NewWebho
 /** The columns a configuration change may set: never the status, the failure streak or the signing secret. */
 export type WebhookConfigChange = Pick<
   Prisma.WebhookUpdateInput,
-  | 'name' | 'events' | 'condition' | 'destination' | 'format' | 'maxEvents' | 'template' | 'rateLimitPerSecond'
-  | 'urlEncrypted' | 'urlMask' | 'varNames' | 'varsEncrypted' | 'headerNames' | 'headersEncrypted'
-  | 'clientCertificateEncrypted' | 'clientCertificateFingerprint' | 'clientCertificateNotAfter' | 'clientCertificateWarnedAt'
-  | 'auth' | 'authSecretEncrypted'
+  | 'name'
+  | 'events'
+  | 'condition'
+  | 'destination'
+  | 'format'
+  | 'maxEvents'
+  | 'template'
+  | 'rateLimitPerSecond'
+  | 'urlEncrypted'
+  | 'urlMask'
+  | 'varNames'
+  | 'varsEncrypted'
+  | 'headerNames'
+  | 'headersEncrypted'
+  | 'clientCertificateEncrypted'
+  | 'clientCertificateFingerprint'
+  | 'clientCertificateNotAfter'
+  | 'clientCertificateWarnedAt'
+  | 'auth'
+  | 'authSecretEncrypted'
 >;
 
 /**
@@ -49,7 +73,11 @@ export type WebhookConfigChange = Pick<
  * Inputs: the columns that change. Guards: the row exists (it is locked). Result: the updated row; `updated_at` is
  * now, and the trigger `webhooks_secrets_changed_at` stamps a change of var or header values.
  */
-export async function updateWebhookConfig(tx: Prisma.TransactionClient, id: string, change: WebhookConfigChange): Promise<Webhook> {
+export async function updateWebhookConfig(
+  tx: Prisma.TransactionClient,
+  id: string,
+  change: WebhookConfigChange,
+): Promise<Webhook> {
   return tx.webhook.update({ where: { id }, data: change });
 }
 

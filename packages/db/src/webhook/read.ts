@@ -11,13 +11,27 @@ const COLUMNS = `id, org_id, name, status, events, condition, format, max_events
   client_certificate_encrypted, rate_limit_per_second, auth, auth_secret_encrypted`;
 
 type Row = {
-  id: string; org_id: string; name: string; status: StoredWebhook['status']; events: string[]; condition: string;
-  format: StoredWebhook['format']; max_events: number; template: string; url_encrypted: string; var_names: string[];
+  id: string;
+  org_id: string;
+  name: string;
+  status: StoredWebhook['status'];
+  events: string[];
+  condition: string;
+  format: StoredWebhook['format'];
+  max_events: number;
+  template: string;
+  url_encrypted: string;
+  var_names: string[];
   vars_encrypted: string | null;
-  headers_encrypted: string | null; secret_encrypted: string; previous_secret_encrypted: string | null;
-  previous_secret_valid_until: Date | null; active_since: Date;
-  client_certificate_encrypted: string | null; rate_limit_per_second: number | null;
-  auth: unknown; auth_secret_encrypted: string | null;
+  headers_encrypted: string | null;
+  secret_encrypted: string;
+  previous_secret_encrypted: string | null;
+  previous_secret_valid_until: Date | null;
+  active_since: Date;
+  client_certificate_encrypted: string | null;
+  rate_limit_per_second: number | null;
+  auth: unknown;
+  auth_secret_encrypted: string | null;
 };
 
 function toStoredWebhook(r: Row): StoredWebhook {
@@ -64,7 +78,11 @@ export interface WebhookVersion {
  * version it has not seen ({@link loadWebhookVersions}).
  */
 export async function loadOrgWebhookVersions(pool: Pool, orgId: string): Promise<WebhookVersion[]> {
-  const { rows } = await pool.query<WebhookVersion>({ name: 'load_org_webhook_versions', text: `SELECT id, ${VERSION} AS version FROM webhooks WHERE org_id = $1`, values: [orgId] });
+  const { rows } = await pool.query<WebhookVersion>({
+    name: 'load_org_webhook_versions',
+    text: `SELECT id, ${VERSION} AS version FROM webhooks WHERE org_id = $1`,
+    values: [orgId],
+  });
   return rows;
 }
 
@@ -72,7 +90,11 @@ export async function loadOrgWebhookVersions(pool: Pool, orgId: string): Promise
  * These webhooks of an organisation in full, each with the version of the row read (it may be newer than one listed
  * before).
  */
-export async function loadWebhookVersions(pool: Pool, orgId: string, ids: readonly string[]): Promise<{ webhook: StoredWebhook; version: string }[]> {
+export async function loadWebhookVersions(
+  pool: Pool,
+  orgId: string,
+  ids: readonly string[],
+): Promise<{ webhook: StoredWebhook; version: string }[]> {
   const { rows } = await pool.query<Row & { version: string }>({
     name: 'load_webhook_versions',
     text: `SELECT ${COLUMNS}, ${VERSION} AS version FROM webhooks WHERE org_id = $1 AND id = ANY($2::uuid[])`,
@@ -83,6 +105,10 @@ export async function loadWebhookVersions(pool: Pool, orgId: string, ids: readon
 
 /** One webhook by id, or null. */
 export async function loadWebhook(pool: Pool, id: string): Promise<StoredWebhook | null> {
-  const { rows } = await pool.query<Row>({ name: 'load_webhook', text: `SELECT ${COLUMNS} FROM webhooks WHERE id = $1`, values: [id] });
+  const { rows } = await pool.query<Row>({
+    name: 'load_webhook',
+    text: `SELECT ${COLUMNS} FROM webhooks WHERE id = $1`,
+    values: [id],
+  });
   return rows[0] ? toStoredWebhook(rows[0]) : null;
 }

@@ -19,7 +19,11 @@ export type WebhookStatusChange =
  * setWebhookStatus: one UPDATE of a webhook the caller has locked (./config.ts, lockWebhook), after deciding that the
  * change is allowed from its current status. Guards: the row exists (it is locked). Result: the updated row.
  */
-export async function setWebhookStatus(tx: Prisma.TransactionClient, id: string, change: WebhookStatusChange): Promise<Webhook> {
+export async function setWebhookStatus(
+  tx: Prisma.TransactionClient,
+  id: string,
+  change: WebhookStatusChange,
+): Promise<Webhook> {
   return tx.webhook.update({ where: { id }, data: change });
 }
 

@@ -48,7 +48,10 @@ describe('AttemptRunner and a full webhook', () => {
     const id = randomUUID(); // in no database: a lease would find nothing and count it skipped
     const webhookId = randomUUID();
     scheduler.noteWaiting(id, webhookId);
-    const turn = await scheduler.acquire({ orgId: randomUUID(), webhookId, origin: 'https://dead.example' }, Date.now() + 1000);
+    const turn = await scheduler.acquire(
+      { orgId: randomUUID(), webhookId, origin: 'https://dead.example' },
+      Date.now() + 1000,
+    );
     expect(turn).not.toBeNull();
     const outcome = await runner.run([id]);
     expect(outcome).toMatchObject({ sent: 0, skipped: 0, cancelled: 0 });
@@ -67,9 +70,23 @@ describe('AttemptRunner and the leases it gives back', () => {
     const runner = new AttemptRunner(runnerDeps);
     const orgId = randomUUID(); // no webhooks: each delivery is cancelled (webhook_deleted), and its lease given back
     await runnerDeps.configs.ofOrg(orgId);
-    const delivery = (): RunnableDelivery => ({ id: randomUUID(), orgId, webhookId: randomUUID(), status: 'pending', cycleAttempts: 0, throttledStreak: 0, bodyEncrypted: 'x', body: 'x', contentType: 'application/json', leasedUntil: new Date(Date.now() + 60_000), awaitingFirstSince: null });
+    const delivery = (): RunnableDelivery => ({
+      id: randomUUID(),
+      orgId,
+      webhookId: randomUUID(),
+      status: 'pending',
+      cycleAttempts: 0,
+      throttledStreak: 0,
+      bodyEncrypted: 'x',
+      body: 'x',
+      contentType: 'application/json',
+      leasedUntil: new Date(Date.now() + 60_000),
+      awaitingFirstSince: null,
+    });
     const query = jest.spyOn(runnerDeps.pool, 'query');
-    const runs = await Promise.all(Array.from({ length: 12 }, () => runner.runLeased([delivery()], Date.now() + 1000, orgId)));
+    const runs = await Promise.all(
+      Array.from({ length: 12 }, () => runner.runLeased([delivery()], Date.now() + 1000, orgId)),
+    );
     expect(runs.every((r) => r.cancelled === 1)).toBe(true);
     // One statement per run before; now the first two go at once (two in flight) and the rest together.
     const releases = query.mock.calls.filter(([config]) => (config as { name?: string }).name === 'release_deliveries');
@@ -98,18 +115,43 @@ describe('prepareRequest', () => {
   const webhookId = randomUUID();
   const webhook = toLiveWebhook(
     {
-      id: webhookId, orgId: randomUUID(), name: 'w', status: 'active', events: ['*'], condition: '', format: 'single', maxEvents: 1, template: '',
-      urlEncrypted: box.encrypt('https://receiver.example/hook', { column: 'webhooks.url_encrypted', row: webhookId }), varNames: [], varsEncrypted: null, headersEncrypted: null,
+      id: webhookId,
+      orgId: randomUUID(),
+      name: 'w',
+      status: 'active',
+      events: ['*'],
+      condition: '',
+      format: 'single',
+      maxEvents: 1,
+      template: '',
+      urlEncrypted: box.encrypt('https://receiver.example/hook', { column: 'webhooks.url_encrypted', row: webhookId }),
+      varNames: [],
+      varsEncrypted: null,
+      headersEncrypted: null,
       secretEncrypted: box.encrypt(generateSigningSecret(), { column: 'webhooks.secret_encrypted', row: webhookId }),
-      previousSecretEncrypted: null, previousSecretValidUntil: null, activeSince: new Date(0), clientCertificateEncrypted: null, rateLimitPerSecond: null, auth: null, authSecretEncrypted: null,
+      previousSecretEncrypted: null,
+      previousSecretValidUntil: null,
+      activeSince: new Date(0),
+      clientCertificateEncrypted: null,
+      rateLimitPerSecond: null,
+      auth: null,
+      authSecretEncrypted: null,
     },
     box,
   );
   const body = JSON.stringify({ type: 'tool.called', data: { id: randomUUID(), note: 'x'.repeat(5000) } });
   const deliveryId = randomUUID();
   const delivery: RunnableDelivery = {
-    id: deliveryId, orgId: webhook.orgId, webhookId: webhook.id, status: 'pending', cycleAttempts: 0, throttledStreak: 0,
-    bodyEncrypted: sealBody(box, body, deliveryId, webhook), contentType: 'application/json', leasedUntil: new Date(Date.now() + 10_000), awaitingFirstSince: null,
+    id: deliveryId,
+    orgId: webhook.orgId,
+    webhookId: webhook.id,
+    status: 'pending',
+    cycleAttempts: 0,
+    throttledStreak: 0,
+    bodyEncrypted: sealBody(box, body, deliveryId, webhook),
+    contentType: 'application/json',
+    leasedUntil: new Date(Date.now() + 10_000),
+    awaitingFirstSince: null,
   };
   const now = new Date();
 

@@ -48,7 +48,11 @@ export class AttemptRunner {
 
   constructor(private readonly deps: AttemptDeps) {
     this.recorder = new Recorder(deps);
-    this.releaser = GroupCommit.withoutResults((items: Release[]) => releaseDeliveries(deps.pool, items), { maxBatch: RECORD_BATCH, maxConcurrent: 2, minIntervalMs: RECORD_INTERVAL_MS });
+    this.releaser = GroupCommit.withoutResults((items: Release[]) => releaseDeliveries(deps.pool, items), {
+      maxBatch: RECORD_BATCH,
+      maxConcurrent: 2,
+      minIntervalMs: RECORD_INTERVAL_MS,
+    });
   }
 
   /** Places of deliveries between lease and record (flow control's room); every run takes its places before it leases. */
@@ -100,14 +104,21 @@ export class AttemptRunner {
    * until when its attempt may wait for a slot.
    */
   leaseWindow(now: Date): { leaseUntil: Date; slotDeadline: number } {
-    return { leaseUntil: new Date(now.getTime() + SLOT_WAIT_MS + this.deps.timeoutMs + LEASE_MARGIN_MS), slotDeadline: now.getTime() + SLOT_WAIT_MS };
+    return {
+      leaseUntil: new Date(now.getTime() + SLOT_WAIT_MS + this.deps.timeoutMs + LEASE_MARGIN_MS),
+      slotDeadline: now.getTime() + SLOT_WAIT_MS,
+    };
   }
 
   /**
    * Attempts deliveries this process already holds the lease of (taken by {@link runAdmitted}, or created leased by
    * fan-out), each holding its place in {@link admission}, which it gives back once its attempt has ended.
    */
-  async runLeased(leased: readonly RunnableDelivery[], slotDeadline: number, roomKey = ''): Promise<AttemptBatchOutcome> {
+  async runLeased(
+    leased: readonly RunnableDelivery[],
+    slotDeadline: number,
+    roomKey = '',
+  ): Promise<AttemptBatchOutcome> {
     const outcome: AttemptBatchOutcome = { sent: 0, skipped: 0, cancelled: 0, busy: [] };
     const releases: Release[] = [];
     await Promise.all(
@@ -144,7 +155,8 @@ export class AttemptRunner {
     }
 
     const startedAt = new Date();
-    if (delivery.awaitingFirstSince) deps.onStage?.('fanout', Math.max(0, startedAt.getTime() - delivery.awaitingFirstSince.getTime()) / 1000);
+    if (delivery.awaitingFirstSince)
+      deps.onStage?.('fanout', Math.max(0, startedAt.getTime() - delivery.awaitingFirstSince.getTime()) / 1000);
     // What flow control learns of the receiver: nothing when the request was never sent.
     let answer: SendResult | undefined;
     try {

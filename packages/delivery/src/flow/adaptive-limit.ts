@@ -19,7 +19,12 @@ export function answerSignal(result: { statusCode: number; error: string | null;
 
 // A TLS or DNS failure is a misconfiguration, not a receiver out of breath, and it costs no slot time; a
 // `proxy_error` is the service's own proxy failing, which says nothing of the receiver (ignored, like those).
-const OVERLOAD_ERRORS: ReadonlySet<string> = new Set<SendErrorCode>(['timeout', 'connection_refused', 'connection_reset', 'network_error']);
+const OVERLOAD_ERRORS: ReadonlySet<string> = new Set<SendErrorCode>([
+  'timeout',
+  'connection_refused',
+  'connection_reset',
+  'network_error',
+]);
 
 /**
  * The concurrency one endpoint gets in a worker process, adapted to its receiver by additive increase and

@@ -81,7 +81,7 @@ describe('Admission', () => {
     expect(admission.idle).toBe(true);
   });
 
-  it('shares places fairly between keys: a burst of one organisation\'s runs does not keep another\'s out', async () => {
+  it("shares places fairly between keys: a burst of one organisation's runs does not keep another's out", async () => {
     const admission = new Admission(4);
     expect(admission.tryTake(4, 'A')).toBe(true);
     const order: string[] = [];

@@ -1,5 +1,11 @@
 import { SendScheduler, type SendTarget, type SendTurn } from './fair-share';
-import { INITIAL_ENDPOINT_LIMIT, MAX_TURN_AWAY_MS, MIN_TURN_AWAY_MS, RECALL_WINDOW_MS, UNKNOWN_HOLD_MS } from '../tunables';
+import {
+  INITIAL_ENDPOINT_LIMIT,
+  MAX_TURN_AWAY_MS,
+  MIN_TURN_AWAY_MS,
+  RECALL_WINDOW_MS,
+  UNKNOWN_HOLD_MS,
+} from '../tunables';
 
 const far = () => Date.now() + 60_000;
 const quick = { statusCode: 200, error: null, durationMs: 3 };
@@ -57,7 +63,7 @@ describe('SendScheduler', () => {
     }
   });
 
-  it('shares an organisation\'s slots between its webhooks', async () => {
+  it("shares an organisation's slots between its webhooks", async () => {
     const scheduler = new SendScheduler({ slots: 6, endpointMax: 50, originMax: 0, initialEndpointLimit: 50 });
     const busy = requests(scheduler, target('A', 'busy'), 30);
     await settle();
@@ -140,7 +146,10 @@ describe('SendScheduler', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     second!.release(timeout); // held 300 ms: a queue of several cannot be served within a 400 ms deadline
     const third = await scheduler.acquire(target('A', 'slow'), far());
-    const waiting = [scheduler.acquire(target('A', 'slow'), Date.now() + 400), scheduler.acquire(target('A', 'slow'), Date.now() + 400)];
+    const waiting = [
+      scheduler.acquire(target('A', 'slow'), Date.now() + 400),
+      scheduler.acquire(target('A', 'slow'), Date.now() + 400),
+    ];
     expect(await waiting[1]).toBeNull();
     third!.release(quick);
     expect(await waiting[0]).not.toBeNull();
@@ -179,7 +188,12 @@ describe('SendScheduler', () => {
 
   it('recalls deliveries it turned away once their webhook has room, oldest first, as many as the room', async () => {
     const recalls: string[][] = [];
-    const scheduler = new SendScheduler({ slots: 50, endpointMax: 2, originMax: 0, recall: (ids) => recalls.push(ids) });
+    const scheduler = new SendScheduler({
+      slots: 50,
+      endpointMax: 2,
+      originMax: 0,
+      recall: (ids) => recalls.push(ids),
+    });
     const to = target('A', 'w');
     const turns = [await scheduler.acquire(to, far()), await scheduler.acquire(to, far())];
     for (const id of ['d1', 'd2', 'd3', 'd4', 'd5']) scheduler.noteWaiting(id, 'w');
@@ -206,7 +220,12 @@ describe('SendScheduler', () => {
 
   it('does not recall into a webhook that is full, and stops counting recalls that never came back', async () => {
     const recalls: string[][] = [];
-    const scheduler = new SendScheduler({ slots: 50, endpointMax: 1, originMax: 0, recall: (ids) => recalls.push(ids) });
+    const scheduler = new SendScheduler({
+      slots: 50,
+      endpointMax: 1,
+      originMax: 0,
+      recall: (ids) => recalls.push(ids),
+    });
     const to = target('A', 'w');
     const first = await scheduler.acquire(to, far());
     scheduler.noteWaiting('d1', 'w');
@@ -286,14 +305,20 @@ describe('SendScheduler', () => {
     const second = requests(scheduler, tired, 100, Date.now() + 2_000);
     await settle();
     await new Promise((resolve) => setTimeout(resolve, 200));
-    for (const turn of second.granted.slice(0, INITIAL_ENDPOINT_LIMIT)) turn.release({ statusCode: 503, error: null, durationMs: 200 });
+    for (const turn of second.granted.slice(0, INITIAL_ENDPOINT_LIMIT))
+      turn.release({ statusCode: 503, error: null, durationMs: 200 });
     await settle();
     expect(second.turnedAway.length).toBeGreaterThan(0);
   });
 
   it('recalls nothing when a slot is handed back unused (a paced request refused its turn)', async () => {
     const recalls: string[][] = [];
-    const scheduler = new SendScheduler({ slots: 50, endpointMax: 2, originMax: 0, recall: (ids) => recalls.push(ids) });
+    const scheduler = new SendScheduler({
+      slots: 50,
+      endpointMax: 2,
+      originMax: 0,
+      recall: (ids) => recalls.push(ids),
+    });
     const turn = await scheduler.acquire(target('A', 'paced'), far());
     scheduler.noteWaiting('d1', 'paced');
     turn!.release();

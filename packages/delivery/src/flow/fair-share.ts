@@ -131,7 +131,10 @@ export class SendScheduler {
     const now = Date.now();
     const left = deadline - now;
     // Beyond the line its pace can serve, a request waits only while its webhook has yet to give a first answer.
-    const until = left > 0 && !canServe(endpoint, endpoint.waiters.length + 1, left, now, this.options.slots) ? firstAnswerWindow(endpoint, now) : deadline;
+    const until =
+      left > 0 && !canServe(endpoint, endpoint.waiters.length + 1, left, now, this.options.slots)
+        ? firstAnswerWindow(endpoint, now)
+        : deadline;
     if (left <= 0 || until === undefined) {
       this.turnAwayUnservable(endpoint, now);
       this.forgetIfIdle(endpoint);
@@ -239,7 +242,10 @@ export class SendScheduler {
   private paceOf(webhookId: string): EndpointPace {
     let pace = this.paces.get(webhookId);
     if (!pace) {
-      pace = { limit: new AdaptiveLimit(this.options.endpointMax, this.options.initialEndpointLimit), holdMs: undefined };
+      pace = {
+        limit: new AdaptiveLimit(this.options.endpointMax, this.options.initialEndpointLimit),
+        holdMs: undefined,
+      };
       this.paces.set(webhookId, pace);
     }
     return pace;
@@ -313,7 +319,12 @@ export class SendScheduler {
     while (this.inFlight < this.options.slots && this.waitingOrgs.size > 0) {
       let chosen: Endpoint | undefined;
       for (const org of this.waitingOrgs) {
-        if (chosen && (org.inFlight > chosen.org.inFlight || (org.inFlight === chosen.org.inFlight && org.lastServed > chosen.org.lastServed))) continue;
+        if (
+          chosen &&
+          (org.inFlight > chosen.org.inFlight ||
+            (org.inFlight === chosen.org.inFlight && org.lastServed > chosen.org.lastServed))
+        )
+          continue;
         const endpoint = this.nextOf(org);
         if (endpoint) chosen = endpoint;
       }
@@ -330,7 +341,12 @@ export class SendScheduler {
     let chosen: Endpoint | undefined;
     for (const endpoint of org.endpoints.values()) {
       if (endpoint.waiters.length === 0 || !this.eligible(endpoint)) continue;
-      if (!chosen || endpoint.inFlight < chosen.inFlight || (endpoint.inFlight === chosen.inFlight && endpoint.lastServed < chosen.lastServed)) chosen = endpoint;
+      if (
+        !chosen ||
+        endpoint.inFlight < chosen.inFlight ||
+        (endpoint.inFlight === chosen.inFlight && endpoint.lastServed < chosen.lastServed)
+      )
+        chosen = endpoint;
     }
     return chosen;
   }
@@ -348,6 +364,7 @@ export class SendScheduler {
     const { org } = endpoint;
     if (org.endpoints.get(endpoint.target.webhookId) === endpoint) org.endpoints.delete(endpoint.target.webhookId);
     if (this.endpoints.get(endpoint.target.webhookId) === endpoint) this.endpoints.delete(endpoint.target.webhookId);
-    if (org.endpoints.size === 0 && org.inFlight === 0 && org.waiting === 0 && this.orgs.get(org.id) === org) this.orgs.delete(org.id);
+    if (org.endpoints.size === 0 && org.inFlight === 0 && org.waiting === 0 && this.orgs.get(org.id) === org)
+      this.orgs.delete(org.id);
   }
 }

@@ -17,7 +17,14 @@ afterAll(async () => {
  * Every instant at which a turn was granted, on the Redis clock in milliseconds (what the guarantee is about: the
  * instants this process sees the answers move with its event loop), taking turns as fast as it can for `ms`.
  */
-async function grantsOver(paces: WebhookPace[], orgId: string, webhookId: string, perSecond: number, ms: number, takers: number): Promise<number[]> {
+async function grantsOver(
+  paces: WebhookPace[],
+  orgId: string,
+  webhookId: string,
+  perSecond: number,
+  ms: number,
+  takers: number,
+): Promise<number[]> {
   const grants: number[] = [];
   const end = Date.now() + ms;
   await Promise.all(
@@ -66,7 +73,10 @@ describe('WebhookPace', () => {
     const webhookId = randomUUID();
     // 2 a second: a turn is 500 ms away, too far to wait for in place.
     const answers = await Promise.all(Array.from({ length: 10 }, () => pace.take(orgId, webhookId, 2)));
-    const later = answers.filter((a): a is Date => a !== null).map((a) => a.getTime()).sort((a, b) => a - b);
+    const later = answers
+      .filter((a): a is Date => a !== null)
+      .map((a) => a.getTime())
+      .sort((a, b) => a - b);
     expect(answers.filter((a) => a === null)).toHaveLength(1);
     expect(later).toHaveLength(9);
     for (let i = 1; i < later.length; i += 1) expect(later[i]! - later[i - 1]!).toBeGreaterThanOrEqual(490);
@@ -82,7 +92,12 @@ describe('WebhookPace', () => {
   });
 
   it('fails open, with one warning, when Redis cannot be reached', async () => {
-    const dead = new Redis('redis://127.0.0.1:1', { maxRetriesPerRequest: 0, enableOfflineQueue: false, lazyConnect: true, retryStrategy: () => null });
+    const dead = new Redis('redis://127.0.0.1:1', {
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      lazyConnect: true,
+      retryStrategy: () => null,
+    });
     dead.on('error', () => undefined);
     const warn = jest.fn();
     const pace = new WebhookPace(dead, { prefix, timeoutMs: 200, logger: { warn } as never });

@@ -8,7 +8,9 @@ const SCRIPT = readFileSync(path.join(__dirname, '../lua/take-webhook-turn-1.lua
 /** The script's command name on the connection (ioredis runs it by EVALSHA, loading it once when Redis lacks it). */
 const COMMAND = 'gatehookTakeWebhookTurn';
 
-type WithTurnCommand = { [COMMAND](key: string, intervalMicros: number, inPlaceMicros: number): Promise<[number, number, number]> };
+type WithTurnCommand = {
+  [COMMAND](key: string, intervalMicros: number, inPlaceMicros: number): Promise<[number, number, number]>;
+};
 
 /** The Redis key of a webhook's pace; hash-tagged by organisation like every per-organisation key (Redis Cluster). */
 export function paceKey(prefix: string, orgId: string, webhookId: string): string {
@@ -48,24 +50,34 @@ export class WebhookPace {
    * {@link take}, also saying on the Redis clock when the turn was granted (microseconds; null when it was not, or
    * when Redis did not answer): what the spacing guarantee is about.
    */
-  async takeAt(orgId: string, webhookId: string, perSecond: number): Promise<{ at: Date | null; grantedMicros: number | null }> {
+  async takeAt(
+    orgId: string,
+    webhookId: string,
+    perSecond: number,
+  ): Promise<{ at: Date | null; grantedMicros: number | null }> {
     const key = paceKey(this.options.prefix, orgId, webhookId);
     const interval = turnIntervalMicros(perSecond);
     const inPlaceMicros = Math.min(INLINE_WAIT_MS * 1000, 2 * interval);
     try {
       for (let tries = 1; ; tries += 1) {
         // The last try does not wait in place: told to wait, it goes back to the queue at its place in the line.
-        const [granted, waitMicros, serverMicros] = await this.withinTimeout(this.redis[COMMAND](key, interval, tries < INLINE_TRIES ? inPlaceMicros : -1));
+        const [granted, waitMicros, serverMicros] = await this.withinTimeout(
+          this.redis[COMMAND](key, interval, tries < INLINE_TRIES ? inPlaceMicros : -1),
+        );
         if (granted === 1) return { at: null, grantedMicros: serverMicros };
         const waitMs = Math.max(1, Math.ceil(waitMicros / 1000));
-        if (tries >= INLINE_TRIES || waitMicros > inPlaceMicros) return { at: new Date(Date.now() + waitMs), grantedMicros: null };
+        if (tries >= INLINE_TRIES || waitMicros > inPlaceMicros)
+          return { at: new Date(Date.now() + waitMs), grantedMicros: null };
         await new Promise((resolve) => setTimeout(resolve, waitMs));
       }
     } catch (error) {
       const now = Date.now();
       if (now - this.lastWarning >= WARN_INTERVAL_MS) {
         this.lastWarning = now;
-        this.options.logger?.warn({ err: (error as Error).message }, 'webhook rate limit store unavailable: sending without pacing (fail open)');
+        this.options.logger?.warn(
+          { err: (error as Error).message },
+          'webhook rate limit store unavailable: sending without pacing (fail open)',
+        );
       }
       return { at: null, grantedMicros: null };
     }

@@ -31,7 +31,11 @@ export async function scheduleBatchFlushes(
  * encryption happen in the render pool before the one statement that takes the entries out of the buffer and stores the deliveries,
  * all or nothing, so concurrent flushes of one webhook never send an event twice.
  */
-export async function flushBatch(ctx: EngineContext, webhookId: string, knownOrgId?: string): Promise<{ deliveries: number }> {
+export async function flushBatch(
+  ctx: EngineContext,
+  webhookId: string,
+  knownOrgId?: string,
+): Promise<{ deliveries: number }> {
   const orgId = knownOrgId ?? (await loadWebhook(ctx.pool, webhookId))?.orgId;
   if (!orgId) return { deliveries: 0 };
   let total = 0;
@@ -55,7 +59,13 @@ export async function flushBatch(ctx: EngineContext, webhookId: string, knownOrg
     }
     const eventIds = items.map((i) => i.eventId);
     const events = await readEvents(ctx.pool, orgId, eventIds);
-    const prepared = await ctx.render.plan(orgId, { webhooks: [webhook.stored], events, now, filter: 'all', buffer: false });
+    const prepared = await ctx.render.plan(orgId, {
+      webhooks: [webhook.stored],
+      events,
+      now,
+      filter: 'all',
+      buffer: false,
+    });
     const taken = await commitBatch(ctx.pool, { orgId, webhookId, eventIds, now, deliveries: prepared.deliveries });
     if (!taken) return { deliveries: total }; // another flush took these entries
     const due = prepared.deliveries.filter((d) => d.status === 'pending').map((d) => d.id);

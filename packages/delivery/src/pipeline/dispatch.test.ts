@@ -43,7 +43,8 @@ function controlledRunner(capacity = 10) {
   return { runner, given, finish, admission };
 }
 
-const queuedIds = async () => (await queuedJobs(queues, 'deliver', ['waiting', 'delayed'])).flatMap((j) => j.data.deliveryIds as string[]).sort();
+const queuedIds = async () =>
+  (await queuedJobs(queues, 'deliver', ['waiting', 'delayed'])).flatMap((j) => j.data.deliveryIds as string[]).sort();
 
 describe('LocalDispatcher', () => {
   beforeEach(() => obliterate(queues, 'deliver'));
@@ -102,7 +103,20 @@ describe('LocalDispatcher', () => {
     expect(run.leaseUntil.getTime()).toBeGreaterThan(Date.now());
     const id = randomUUID();
     // The commit created one of the two deliveries (the other's event was claimed by a racing fan-out).
-    run.start([{ id, orgId: randomUUID(), webhookId: randomUUID(), status: 'pending', cycleAttempts: 0, throttledStreak: 0, bodyEncrypted: 'x', contentType: 'application/json', leasedUntil: run.leaseUntil, awaitingFirstSince: null }]);
+    run.start([
+      {
+        id,
+        orgId: randomUUID(),
+        webhookId: randomUUID(),
+        status: 'pending',
+        cycleAttempts: 0,
+        throttledStreak: 0,
+        bodyEncrypted: 'x',
+        contentType: 'application/json',
+        leasedUntil: run.leaseUntil,
+        awaitingFirstSince: null,
+      },
+    ]);
     run.cancel(); // after start: gives back nothing its run holds
     expect(given).toEqual([[id]]);
     expect(admission.inUse).toBe(1);

@@ -31,7 +31,8 @@ export class LocalDispatcher implements LocalRuns {
    * when the run starts.
    */
   async claim(count: number, orgId: string): Promise<LocalRun | null> {
-    if (this.closed || count > DELIVER_CHUNK || !(await this.runner.admission.takeWithin(count, ROOM_WAIT_MS, orgId))) return null;
+    if (this.closed || count > DELIVER_CHUNK || !(await this.runner.admission.takeWithin(count, ROOM_WAIT_MS, orgId)))
+      return null;
     if (this.closed) {
       this.runner.admission.give(count, orgId);
       return null;
@@ -48,7 +49,12 @@ export class LocalDispatcher implements LocalRuns {
       start: (leased) => {
         held -= Math.min(held, leased.length);
         giveBack();
-        if (leased.length > 0) this.track(this.runner.runLeased(leased, slotDeadline, orgId), leased.map((d) => d.id), orgId);
+        if (leased.length > 0)
+          this.track(
+            this.runner.runLeased(leased, slotDeadline, orgId),
+            leased.map((d) => d.id),
+            orgId,
+          );
       },
       cancel: giveBack,
     };
@@ -57,16 +63,25 @@ export class LocalDispatcher implements LocalRuns {
   /** Starts the first attempts of committed deliveries (leasing them), or queues them when there is no room. */
   readonly dispatch = async (deliveryIds: readonly string[], orgId: string): Promise<void> => {
     if (deliveryIds.length === 0) return;
-    if (this.closed || deliveryIds.length > DELIVER_CHUNK || !this.runner.admission.tryTake(deliveryIds.length, orgId)) return this.queues.deliverNow(deliveryIds, orgId);
+    if (this.closed || deliveryIds.length > DELIVER_CHUNK || !this.runner.admission.tryTake(deliveryIds.length, orgId))
+      return this.queues.deliverNow(deliveryIds, orgId);
     this.track(this.runner.runAdmitted(deliveryIds, orgId), deliveryIds, orgId);
   };
 
   private track(attempts: Promise<AttemptBatchOutcome>, deliveryIds: readonly string[], orgId: string): void {
     const run: Promise<void> = attempts
       // Deliveries turned away by a full webhook come back at its pace, each under its one waiting job.
-      .then((outcome) => this.queues.deliverLater(outcome.busy.map((b) => ({ id: b.id, dueAt: b.retryAt })), orgId))
+      .then((outcome) =>
+        this.queues.deliverLater(
+          outcome.busy.map((b) => ({ id: b.id, dueAt: b.retryAt })),
+          orgId,
+        ),
+      )
       .catch(async (error: unknown) => {
-        this.logger?.warn({ deliveries: deliveryIds.length, err: (error as Error).message }, 'local run failed; the deliveries go on the queue');
+        this.logger?.warn(
+          { deliveries: deliveryIds.length, err: (error as Error).message },
+          'local run failed; the deliveries go on the queue',
+        );
         // Leases still held make those attempts wait; the reconciler covers whatever this cannot enqueue.
         await this.queues.deliverNow(deliveryIds, orgId).catch(() => undefined);
       })
@@ -87,6 +102,10 @@ export class LocalDispatcher implements LocalRuns {
 }
 
 /** Hands committed, due deliveries to their first attempt: in this process when it can, else the deliver queue. */
-export function dispatchDeliveries(ctx: { local?: LocalRuns | undefined; queues: DeliveryQueues }, deliveryIds: readonly string[], orgId: string): Promise<void> {
+export function dispatchDeliveries(
+  ctx: { local?: LocalRuns | undefined; queues: DeliveryQueues },
+  deliveryIds: readonly string[],
+  orgId: string,
+): Promise<void> {
   return ctx.local ? ctx.local.dispatch(deliveryIds, orgId) : ctx.queues.deliverNow(deliveryIds, orgId);
 }

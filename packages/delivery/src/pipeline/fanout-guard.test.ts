@@ -36,7 +36,8 @@ describe('countsItsStart', () => {
     });
 
     const seen: { id: string; attemptsStarted: number; attemptsMade: number }[] = [];
-    const record = (job: Job) => seen.push({ id: job.id!, attemptsStarted: job.attemptsStarted, attemptsMade: job.attemptsMade });
+    const record = (job: Job) =>
+      seen.push({ id: job.id!, attemptsStarted: job.attemptsStarted, attemptsMade: job.attemptsMade });
 
     it('a retry after a thrown error is not counted; a start after a stalled one is', async () => {
       const failedOnce = randomUUID();
@@ -45,26 +46,47 @@ describe('countsItsStart', () => {
       let hang!: () => void;
       const hanging = new Promise<void>((resolve) => (hang = resolve));
       const [firstConnection, secondConnection] = [redis.duplicate(), redis.duplicate()];
-      const first = new Worker('fanout', async (job: Job) => {
-        record(job);
-        if (job.id === failedOnce && job.attemptsMade === 0) throw new Error('transient');
-        if (job.id === stalled) await hanging; // dies here: its worker stops renewing the lock
-      }, { connection: firstConnection, prefix, lockDuration: 1000, skipStalledCheck: true });
-      await until(async () => seen.filter((s) => s.id === failedOnce).length, (n) => n === 2, 10_000);
+      const first = new Worker(
+        'fanout',
+        async (job: Job) => {
+          record(job);
+          if (job.id === failedOnce && job.attemptsMade === 0) throw new Error('transient');
+          if (job.id === stalled) await hanging; // dies here: its worker stops renewing the lock
+        },
+        { connection: firstConnection, prefix, lockDuration: 1000, skipStalledCheck: true },
+      );
+      await until(
+        async () => seen.filter((s) => s.id === failedOnce).length,
+        (n) => n === 2,
+        10_000,
+      );
       await queue.add('fanout', {}, { jobId: stalled });
       await until(async () => seen.some((s) => s.id === stalled), Boolean, 10_000);
       await first.close(true);
 
-      const second = new Worker('fanout', async (job: Job) => {
-        record(job);
-      }, { connection: secondConnection, prefix, lockDuration: 1000, stalledInterval: 300 });
-      await until(async () => seen.filter((s) => s.id === stalled).length, (n) => n === 2, 10_000);
+      const second = new Worker(
+        'fanout',
+        async (job: Job) => {
+          record(job);
+        },
+        { connection: secondConnection, prefix, lockDuration: 1000, stalledInterval: 300 },
+      );
+      await until(
+        async () => seen.filter((s) => s.id === stalled).length,
+        (n) => n === 2,
+        10_000,
+      );
       await second.close();
       hang();
       await Promise.all([firstConnection.quit(), secondConnection.quit()]);
 
       const counted = seen.map((s) => [s.id === failedOnce ? 'failedOnce' : 'stalled', countsItsStart(s, false)]);
-      expect(counted).toEqual([['failedOnce', false], ['failedOnce', false], ['stalled', false], ['stalled', true]]);
+      expect(counted).toEqual([
+        ['failedOnce', false],
+        ['failedOnce', false],
+        ['stalled', false],
+        ['stalled', true],
+      ]);
     });
   });
 });

@@ -35,7 +35,12 @@ export function countsItsStart(job: { attemptsStarted: number; attemptsMade: num
  * or is parked. Parked events are logged here, counted by the caller and released by an operator
  * (docs/operations.md).
  */
-export async function fanOutGuarded(ctx: EngineContext, orgId: string, eventIds: readonly string[], options: { counted: boolean }): Promise<GuardedFanout> {
+export async function fanOutGuarded(
+  ctx: EngineContext,
+  orgId: string,
+  eventIds: readonly string[],
+  options: { counted: boolean },
+): Promise<GuardedFanout> {
   const now = new Date();
   let runnable = eventIds;
   const failed: FanoutAttempts[] = [];
@@ -51,7 +56,11 @@ export async function fanOutGuarded(ctx: EngineContext, orgId: string, eventIds:
   const failures: { eventId: string; error: string }[] = [];
   const done = await isolating(ctx, orgId, runnable, failures, true);
   if (failures.length > 0) {
-    const recorded = await recordFanoutFailures(ctx.pool, orgId, failures, { counted: options.counted, maxAttempts: MAX_FANOUT_ATTEMPTS, now: new Date() });
+    const recorded = await recordFanoutFailures(ctx.pool, orgId, failures, {
+      counted: options.counted,
+      maxAttempts: MAX_FANOUT_ATTEMPTS,
+      now: new Date(),
+    });
     const errors = new Map(failures.map((f) => [f.eventId, f.error]));
     for (const r of recorded) report(ctx, orgId, r, errors.get(r.eventId) ?? '');
     failed.push(...recorded);
@@ -76,7 +85,11 @@ async function isolating(
       return { events: 0, deliveries: 0 };
     }
     // Once per job: what failed after its commit (Redis away) shows here only, as its halves find nothing left to do.
-    if (whole) ctx.logger?.warn({ orgId, events: eventIds.length, err: describe(error) }, 'fan-out run failed; running its events in halves to isolate the cause');
+    if (whole)
+      ctx.logger?.warn(
+        { orgId, events: eventIds.length, err: describe(error) },
+        'fan-out run failed; running its events in halves to isolate the cause',
+      );
     const half = Math.ceil(eventIds.length / 2);
     const first = await isolating(ctx, orgId, eventIds.slice(0, half), failures);
     const second = await isolating(ctx, orgId, eventIds.slice(half), failures);
@@ -90,6 +103,10 @@ function describe(error: unknown): string {
 
 function report(ctx: EngineContext, orgId: string, event: FanoutAttempts, error: string): void {
   const fields = { orgId, eventId: event.eventId, attempts: event.attempts, err: error };
-  if (event.parked) ctx.logger?.error(fields, 'fan-out parked an event: it is not retried until an operator releases it (docs/operations.md)');
+  if (event.parked)
+    ctx.logger?.error(
+      fields,
+      'fan-out parked an event: it is not retried until an operator releases it (docs/operations.md)',
+    );
   else ctx.logger?.warn(fields, 'fan-out failed on an event; the reconciler runs it again alone');
 }

@@ -15,7 +15,11 @@ import { disableWebhook } from '../state/webhook';
  * the events and stores what was prepared for exactly the events it claimed, so a duplicated job or a
  * reconciler pass never creates a delivery twice. Webhooks only receive events received after the instant they became active (so not the event of that change).
  */
-export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readonly string[]): Promise<{ events: number; deliveries: number }> {
+export async function fanOut(
+  ctx: EngineContext,
+  orgId: string,
+  eventIds: readonly string[],
+): Promise<{ events: number; deliveries: number }> {
   const webhooks = (await ctx.configs.ofOrg(orgId)).filter((w) => w.status === 'active');
   const now = new Date();
   if (webhooks.length === 0) {
@@ -25,7 +29,8 @@ export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readon
   }
   const events = await readPendingEvents(ctx.pool, orgId, eventIds);
   if (events.length === 0) return { events: 0, deliveries: 0 };
-  if (ctx.onStage) for (const e of events) ctx.onStage('ingest', Math.max(0, now.getTime() - e.receivedAt.getTime()) / 1000);
+  if (ctx.onStage)
+    for (const e of events) ctx.onStage('ingest', Math.max(0, now.getTime() - e.receivedAt.getTime()) / 1000);
   // Matching, rendering, packing and sealing run in the render pool, fairly shared between organisations; this
   // event loop keeps the reads, the commit and the dispatch. The pool gets only the webhooks that subscribe to one
   // of these events' actions and were active before one of them came.
@@ -33,7 +38,13 @@ export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readon
   const plan =
     candidates.length === 0
       ? emptyPlan()
-      : await ctx.render.plan(orgId, { webhooks: candidates.map((w) => w.stored), events, now, filter: 'live', buffer: true });
+      : await ctx.render.plan(orgId, {
+          webhooks: candidates.map((w) => w.stored),
+          events,
+          now,
+          filter: 'live',
+          buffer: true,
+        });
   const { deliveries, batchItems, broken } = plan;
   const batched = new Map(plan.batched);
 
@@ -43,7 +54,14 @@ export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readon
   const local = pending > 0 && pending <= DELIVER_CHUNK && ctx.local ? await ctx.local.claim(pending, orgId) : null;
   let committed: Awaited<ReturnType<typeof commitFanout>>;
   try {
-    committed = await commitFanout(ctx.pool, { orgId, eventIds: events.map((e) => e.data.id), now, deliveries, batchItems, leasedUntil: local?.leaseUntil ?? null });
+    committed = await commitFanout(ctx.pool, {
+      orgId,
+      eventIds: events.map((e) => e.data.id),
+      now,
+      deliveries,
+      batchItems,
+      leasedUntil: local?.leaseUntil ?? null,
+    });
   } catch (error) {
     local?.cancel();
     throw error;
@@ -51,8 +69,26 @@ export async function fanOut(ctx: EngineContext, orgId: string, eventIds: readon
   const created = new Set(committed.deliveries);
   const due = deliveries.filter((d) => d.status === 'pending' && created.has(d.id));
   if (local) {
-    local.start(due.map((d) => ({ id: d.id, orgId, webhookId: d.webhookId, status: 'pending', cycleAttempts: 0, throttledStreak: 0, bodyEncrypted: d.bodyEncrypted, body: d.body, contentType: d.contentType, leasedUntil: local.leaseUntil, awaitingFirstSince: now })));
-  } else await ctx.queues.deliverNow(due.map((d) => d.id), orgId);
+    local.start(
+      due.map((d) => ({
+        id: d.id,
+        orgId,
+        webhookId: d.webhookId,
+        status: 'pending',
+        cycleAttempts: 0,
+        throttledStreak: 0,
+        bodyEncrypted: d.bodyEncrypted,
+        body: d.body,
+        contentType: d.contentType,
+        leasedUntil: local.leaseUntil,
+        awaitingFirstSince: now,
+      })),
+    );
+  } else
+    await ctx.queues.deliverNow(
+      due.map((d) => d.id),
+      orgId,
+    );
   if (committed.claimed.length > 0) {
     for (const webhookId of broken) await disableWebhook(ctx, orgId, webhookId, 'template_error');
     // The buffers this call added to: its own rest, or a full batch whose events a racing call partly claimed.

@@ -15,7 +15,10 @@ import { TEST_SEND_TURN_WAIT_MS } from '../tunables';
  * format, headers and secrets, and waits for the answer (SPEC 4.2). It neither starts nor ends a failure streak.
  * The body is rendered by `render` (the API's render pool); signing and the request happen here.
  */
-export async function sendTestEvent(deps: { box: SecretBox; send: Sender; render: TestRenderer; pace?: Pick<WebhookPace, 'take'> }, stored: StoredWebhook): Promise<TestResult> {
+export async function sendTestEvent(
+  deps: { box: SecretBox; send: Sender; render: TestRenderer; pace?: Pick<WebhookPace, 'take'> },
+  stored: StoredWebhook,
+): Promise<TestResult> {
   const now = new Date();
   const webhook = toLiveWebhook(stored, deps.box);
   if (webhook.unreadable) return { success: false, error: webhook.unreadable, duration_ms: 0 };
@@ -25,7 +28,13 @@ export async function sendTestEvent(deps: { box: SecretBox; send: Sender; render
   if (webhook.rateLimitPerSecond !== null && deps.pace) await takeTestTurn(deps.pace, webhook);
 
   const request = signedRequest(webhook, { id: randomUUID(), body: body.body, contentType: body.contentType }, now);
-  const result = await deps.send({ url: request.url, headers: request.headers, body: request.body, clientCertificate: request.clientCertificate, auth: request.auth });
+  const result = await deps.send({
+    url: request.url,
+    headers: request.headers,
+    body: request.body,
+    clientCertificate: request.clientCertificate,
+    auth: request.auth,
+  });
   return {
     success: result.error === null && result.statusCode >= 200 && result.statusCode < 300,
     ...(result.statusCode > 0 ? { status_code: result.statusCode } : {}),
@@ -49,5 +58,10 @@ async function takeTestTurn(pace: Pick<WebhookPace, 'take'>, webhook: LiveWebhoo
   }
   if (later === null) return;
   const seconds = Math.max(1, Math.ceil((later.getTime() - Date.now()) / 1000));
-  throw new AppError('rate_limited', `The webhook's rate_limit_per_second has no turn free for a test send; retry in ${seconds} s`, undefined, { 'retry-after': String(seconds) });
+  throw new AppError(
+    'rate_limited',
+    `The webhook's rate_limit_per_second has no turn free for a test send; retry in ${seconds} s`,
+    undefined,
+    { 'retry-after': String(seconds) },
+  );
 }

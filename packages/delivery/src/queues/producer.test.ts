@@ -34,9 +34,13 @@ describe('DeliveryQueues', () => {
 
     // The job fails for good (as after its last attempt while Postgres is down) and stays in Redis as failed.
     const connection = redis.duplicate();
-    const worker = new Worker('fanout', async () => {
-      throw new UnrecoverableError('database down');
-    }, { connection, prefix: queuePrefix(prefix, 'fanout', shard) });
+    const worker = new Worker(
+      'fanout',
+      async () => {
+        throw new UnrecoverableError('database down');
+      },
+      { connection, prefix: queuePrefix(prefix, 'fanout', shard) },
+    );
     await once(worker, 'failed');
     await worker.close();
     await connection.quit();
@@ -59,8 +63,13 @@ describe('DeliveryQueues', () => {
     await Promise.all(calls);
     const cleanup = new DeliveryQueues(redis, own.prefix);
     const jobs = await queuedJobs(cleanup, 'fanout', ['waiting']);
-    const idsOf = (orgId: string) => jobs.filter((j) => j.data.orgId === orgId).map((j) => (j.data.eventIds as string[]).slice().sort());
-    const expected = (orgId: string, events: { orgId: string; id: string }[]) => events.filter((e) => e.orgId === orgId).map((e) => e.id).sort();
+    const idsOf = (orgId: string) =>
+      jobs.filter((j) => j.data.orgId === orgId).map((j) => (j.data.eventIds as string[]).slice().sort());
+    const expected = (orgId: string, events: { orgId: string; id: string }[]) =>
+      events
+        .filter((e) => e.orgId === orgId)
+        .map((e) => e.id)
+        .sort();
     expect(jobs).toHaveLength(3);
     expect(idsOf(a)).toEqual(expect.arrayContaining([expected(a, first), expected(a, later.flat())]));
     expect(idsOf(b)).toEqual([expected(b, later.flat())]);
@@ -81,21 +90,41 @@ describe('DeliveryQueues', () => {
     await Promise.all(ids.map((id, i) => own.deliverLater([{ id, dueAt: new Date(Date.now() + 60_000) }], orgs[i])));
     // The first two go at once (two in flight); the four made meanwhile go together.
     expect(addBulk).toHaveBeenCalledTimes(3);
-    for (const [i, id] of ids.entries()) expect((await queueOf(own, 'deliver', 0).getJob(waitingJobId(id)))?.data).toMatchObject({ deliveryIds: [id], orgId: orgs[i] });
+    for (const [i, id] of ids.entries())
+      expect((await queueOf(own, 'deliver', 0).getJob(waitingJobId(id)))?.data).toMatchObject({
+        deliveryIds: [id],
+        orgId: orgs[i],
+      });
     await obliterate(own, 'deliver');
     await own.close();
   });
 
   it('gives each merged waiting job the trace of its own caller, and none to a caller outside any trace', async () => {
     const collector = await startOtlpCollector();
-    const tracing = await startTracing(testConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint }), 'gatehook-test');
+    const tracing = await startTracing(
+      testConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint }),
+      'gatehook-test',
+    );
     const own = new DeliveryQueues(redis, `test_${randomBytes(6).toString('hex')}`);
     try {
-      const traceIds = [randomBytes(16).toString('hex'), randomBytes(16).toString('hex'), null, randomBytes(16).toString('hex'), null];
+      const traceIds = [
+        randomBytes(16).toString('hex'),
+        randomBytes(16).toString('hex'),
+        null,
+        randomBytes(16).toString('hex'),
+        null,
+      ];
       const ids = traceIds.map(() => randomUUID());
-      const later = (i: number) => own.deliverLater([{ id: ids[i]!, dueAt: new Date(Date.now() + 60_000) }], randomUUID());
+      const later = (i: number) =>
+        own.deliverLater([{ id: ids[i]!, dueAt: new Date(Date.now() + 60_000) }], randomUUID());
       // The first two go at once; the other three are merged into one enqueue, which runs in the first caller's trace.
-      await Promise.all(traceIds.map((traceId, i) => (traceId === null ? later(i) : inSpan('gatehook.test', `00-${traceId}-${randomBytes(8).toString('hex')}-01`, {}, () => later(i)))));
+      await Promise.all(
+        traceIds.map((traceId, i) =>
+          traceId === null
+            ? later(i)
+            : inSpan('gatehook.test', `00-${traceId}-${randomBytes(8).toString('hex')}-01`, {}, () => later(i)),
+        ),
+      );
       for (const [i, id] of ids.entries()) {
         const job = await queueOf(own, 'deliver', shardOf(id, own.shards)).getJob(waitingJobId(id));
         const trace = job?.data.trace as string | undefined;
@@ -110,12 +139,18 @@ describe('DeliveryQueues', () => {
     }
   });
 
-  it('spreads deliver jobs over hash-tagged shards, a delivery\'s waiting job always on the shard of its id', async () => {
+  it("spreads deliver jobs over hash-tagged shards, a delivery's waiting job always on the shard of its id", async () => {
     expect(queuePrefix('gatehook', 'deliver', 3)).toBe('{gatehook:deliver:3}');
     expect(queuePrefix('gatehook', 'batch')).toBe('{gatehook:batch}');
     const ids = Array.from({ length: 64 }, () => randomUUID());
-    await queues.deliverLater(ids.map((id) => ({ id, dueAt: new Date(Date.now() + 60_000) })), randomUUID());
-    await queues.deliverLater(ids.map((id) => ({ id, dueAt: new Date(Date.now() + 60_000) })), randomUUID());
+    await queues.deliverLater(
+      ids.map((id) => ({ id, dueAt: new Date(Date.now() + 60_000) })),
+      randomUUID(),
+    );
+    await queues.deliverLater(
+      ids.map((id) => ({ id, dueAt: new Date(Date.now() + 60_000) })),
+      randomUUID(),
+    );
     const used = new Set<number>();
     for (const id of ids) {
       const shard = shardOf(id, queues.shards);

@@ -4,7 +4,14 @@ import { within } from '@gatehook/core/readiness';
 import type { RedisConnection } from '@gatehook/core/redis';
 import { currentTraceparent } from '@gatehook/core/tracing';
 import { GroupCommit } from '@gatehook/core/group-commit';
-import { DEFAULT_QUEUE_SHARDS, DELIVER_CHUNK, ENQUEUE_TIMEOUT_MS, FANOUT_MERGE_MS, LATER_BATCH, TASK_DELIVER_PRIORITY } from '../tunables';
+import {
+  DEFAULT_QUEUE_SHARDS,
+  DELIVER_CHUNK,
+  ENQUEUE_TIMEOUT_MS,
+  FANOUT_MERGE_MS,
+  LATER_BATCH,
+  TASK_DELIVER_PRIORITY,
+} from '../tunables';
 import type { JobData, JobName } from './catalogue';
 import { queuePrefix, queueRoundTrip, shardOf, SHARDED_QUEUES, waitingJobId } from './topology';
 
@@ -30,7 +37,6 @@ function deliverJobId(deliveryId: string, dueAt: Date): string {
   return `d.${deliveryId}.${dueAt.getTime()}`;
 }
 
-
 /** A deliver job's data: the deliveries and their organisation. */
 function deliverData(deliveryIds: string[], orgId: string, traceparent: string | undefined): JobData<'deliver'> {
   return withTrace<JobData<'deliver'>>({ deliveryIds, orgId }, traceparent);
@@ -45,7 +51,6 @@ export interface WaitingDelivery {
 
 /** A waiting delivery as queued for the merged enqueue: its organisation and its caller's trace, taken at the call. */
 type QueuedWaiting = WaitingDelivery & { orgId: string; trace: string | undefined };
-
 
 /** Job data with the trace it continues, when there is one. */
 function withTrace<D extends { trace?: string | undefined }>(data: D, traceparent: string | undefined): D {
@@ -64,14 +69,26 @@ export interface CommittedEvent {
 type BulkJob = { name: string; data: unknown; opts?: JobsOptions };
 
 /** Fan-out jobs for committed events, in chunks of at most 1000 ids (or `chunk`); see {@link DeliveryQueues.fanout}. */
-function fanoutJobs(orgId: string, eventIds: readonly string[], opts: { recovered?: boolean; chunk?: number; trace?: string | undefined } = {}): (BulkJob & { key: string })[] {
+function fanoutJobs(
+  orgId: string,
+  eventIds: readonly string[],
+  opts: { recovered?: boolean; chunk?: number; trace?: string | undefined } = {},
+): (BulkJob & { key: string })[] {
   const size = Math.min(Math.max(1, opts.chunk ?? 1000), 1000);
   const jobs = [];
   for (let i = 0; i < eventIds.length; i += size) {
     const chunk = eventIds.slice(i, i + size);
-    const data = withTrace<JobData<'fanout'>>(opts.recovered ? { orgId, eventIds: chunk, recovered: true } : { orgId, eventIds: chunk }, opts.trace);
+    const data = withTrace<JobData<'fanout'>>(
+      opts.recovered ? { orgId, eventIds: chunk, recovered: true } : { orgId, eventIds: chunk },
+      opts.trace,
+    );
     // The shard follows the chunk's first event: a reconciler copy of a chunk meets its deduplication id there.
-    jobs.push({ name: 'fanout', data, opts: opts.recovered ? { deduplication: { id: listId('f', chunk) } } : {}, key: chunk[0]! });
+    jobs.push({
+      name: 'fanout',
+      data,
+      opts: opts.recovered ? { deduplication: { id: listId('f', chunk) } } : {},
+      key: chunk[0]!,
+    });
   }
   return jobs;
 }
@@ -86,17 +103,23 @@ export class DeliveryQueues {
   readonly shards: number;
   private closed = false;
   /** Fan-out enqueues of concurrent callers, merged: one addBulk in flight, the next gathering meanwhile ({@link fanoutMerged}). */
-  private readonly merged = GroupCommit.withoutResults((items: (readonly CommittedEvent[])[]) => this.enqueueMerged(items), {
-    maxBatch: 1000,
-    maxConcurrent: 1,
-    minIntervalMs: FANOUT_MERGE_MS,
-  });
+  private readonly merged = GroupCommit.withoutResults(
+    (items: (readonly CommittedEvent[])[]) => this.enqueueMerged(items),
+    {
+      maxBatch: 1000,
+      maxConcurrent: 1,
+      minIntervalMs: FANOUT_MERGE_MS,
+    },
+  );
   private readonly mergedInFlight = new Set<Promise<void>>();
   /**
    * Waiting jobs of concurrent callers ({@link deliverLater}), merged while an enqueue is in flight: the runs that a
    * full webhook's first-answer window ends at once each turn deliveries away, and each enqueued its own.
    */
-  private readonly later = GroupCommit.withoutResults((items: (readonly QueuedWaiting[])[]) => this.enqueueLater(items.flat()), { maxBatch: LATER_BATCH, maxConcurrent: 2 });
+  private readonly later = GroupCommit.withoutResults(
+    (items: (readonly QueuedWaiting[])[]) => this.enqueueLater(items.flat()),
+    { maxBatch: LATER_BATCH, maxConcurrent: 2 },
+  );
 
   constructor(
     connection: RedisConnection,
@@ -107,7 +130,10 @@ export class DeliveryQueues {
     this.shards = options.shards ?? DEFAULT_QUEUE_SHARDS;
     const make = (name: JobName) =>
       SHARDED_QUEUES.has(name)
-        ? Array.from({ length: this.shards }, (_, shard) => new Queue(name, { connection, prefix: queuePrefix(prefix, name, shard), defaultJobOptions }))
+        ? Array.from(
+            { length: this.shards },
+            (_, shard) => new Queue(name, { connection, prefix: queuePrefix(prefix, name, shard), defaultJobOptions }),
+          )
         : [new Queue(name, { connection, prefix: queuePrefix(prefix, name), defaultJobOptions })];
     this.queues = { fanout: make('fanout'), batch: make('batch'), deliver: make('deliver'), task: make('task') };
   }
@@ -156,7 +182,11 @@ export class DeliveryQueues {
    * Enqueues fan-out of committed events, in chunks of at most 1000 ids (or `chunk`). A `recovered` copy (the
    * reconciler's) is deduplicated against a copy of the same chunk still waiting or running, and counts its start.
    */
-  async fanout(orgId: string, eventIds: readonly string[], opts: { recovered?: boolean; chunk?: number } = {}): Promise<void> {
+  async fanout(
+    orgId: string,
+    eventIds: readonly string[],
+    opts: { recovered?: boolean; chunk?: number } = {},
+  ): Promise<void> {
     const jobs = fanoutJobs(orgId, eventIds, opts);
     if (jobs.length > 0) await this.addSharded('fanout', jobs);
   }
@@ -194,7 +224,10 @@ export class DeliveryQueues {
    */
   async flushBatch(webhookId: string, delayMs: number, bucket: string | number, orgId?: string): Promise<void> {
     const data = withTrace<JobData<'batch'>>(orgId ? { webhookId, orgId } : { webhookId }, currentTraceparent());
-    await this.queueFor('batch', webhookId).add('batch', data, { jobId: `b.${webhookId}.${bucket}`, delay: Math.max(0, delayMs) });
+    await this.queueFor('batch', webhookId).add('batch', data, {
+      jobId: `b.${webhookId}.${bucket}`,
+      delay: Math.max(0, delayMs),
+    });
   }
 
   /**

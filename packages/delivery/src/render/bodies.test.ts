@@ -1,4 +1,10 @@
-import { CONTENT_TYPES, MAX_BODY_BYTES, packBodies, type RenderedEvent, type WebhookFormat } from '@gatehook/delivery/render/bodies';
+import {
+  CONTENT_TYPES,
+  MAX_BODY_BYTES,
+  packBodies,
+  type RenderedEvent,
+  type WebhookFormat,
+} from '@gatehook/delivery/render/bodies';
 
 const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
 const ev = (eventId: string, json = JSON.stringify({ id: eventId })): RenderedEvent => ({ eventId, json });
@@ -49,7 +55,12 @@ describe('packBodies', () => {
     });
 
     it('fits an event of exactly maxBytes and isolates one a byte over', () => {
-      const { bodies, oversized } = packBodies('single', [ev('a', euros(20)), ev('b', euros(23)), ev('c', euros(20))], 1, 20);
+      const { bodies, oversized } = packBodies(
+        'single',
+        [ev('a', euros(20)), ev('b', euros(23)), ev('c', euros(20))],
+        1,
+        20,
+      );
       expect(bodies.map((b) => b.eventIds)).toEqual([['a'], ['c']]);
       expect(oversized).toEqual(['b']);
     });
@@ -63,7 +74,11 @@ describe('packBodies', () => {
         '9a7b3c1d-0000-4000-8000-000000000000',
         '0b9f6c1e-2d7a-4c55-9a34-3f1c2b7e8d8f',
       ];
-      const { bodies } = packBodies('array', ids.map((id) => ev(id)), 100);
+      const { bodies } = packBodies(
+        'array',
+        ids.map((id) => ev(id)),
+        100,
+      );
       expect(bodies).toHaveLength(1);
       expect(bodies[0]!.eventIds).toEqual([...ids].sort());
       expect(JSON.parse(bodies[0]!.body)).toEqual([...ids].sort().map((id) => ({ id })));
@@ -76,7 +91,9 @@ describe('packBodies', () => {
 
     it('writes [a,b,c] with no spaces added, as application/json', () => {
       const { bodies } = packBodies('array', [ev('2', '{"n":2}'), ev('1', '{"n":1}'), ev('3', '[3]')], 10);
-      expect(bodies).toEqual([{ eventIds: ['1', '2', '3'], body: '[{"n":1},{"n":2},[3]]', contentType: 'application/json' }]);
+      expect(bodies).toEqual([
+        { eventIds: ['1', '2', '3'], body: '[{"n":1},{"n":2},[3]]', contentType: 'application/json' },
+      ]);
     });
 
     it('keeps the rendered JSON of each event as it is, line breaks included', () => {
@@ -122,7 +139,10 @@ describe('packBodies', () => {
     });
 
     it('reports every event oversized when none fits', () => {
-      expect(packBodies('array', [ev('b', euros(62)), ev('a', euros(62))], 10, 30)).toEqual({ bodies: [], oversized: ['a', 'b'] });
+      expect(packBodies('array', [ev('b', euros(62)), ev('a', euros(62))], 10, 30)).toEqual({
+        bodies: [],
+        oversized: ['a', 'b'],
+      });
     });
 
     it('does not reorder the caller’s array', () => {
@@ -135,7 +155,9 @@ describe('packBodies', () => {
   describe('ndjson', () => {
     it('writes one event per line, id order, with a trailing newline, as application/x-ndjson', () => {
       const { bodies } = packBodies('ndjson', [ev('2', '{"n":2}'), ev('1', '{"n":1}')], 10);
-      expect(bodies).toEqual([{ eventIds: ['1', '2'], body: '{"n":1}\n{"n":2}\n', contentType: 'application/x-ndjson' }]);
+      expect(bodies).toEqual([
+        { eventIds: ['1', '2'], body: '{"n":1}\n{"n":2}\n', contentType: 'application/x-ndjson' },
+      ]);
     });
 
     it('keeps each event on its own line when its rendered JSON spans several', () => {
@@ -182,7 +204,11 @@ describe('packBodies', () => {
   });
 
   it('exposes the content-type of each format', () => {
-    expect(CONTENT_TYPES).toEqual({ single: 'application/json', array: 'application/json', ndjson: 'application/x-ndjson' });
+    expect(CONTENT_TYPES).toEqual({
+      single: 'application/json',
+      array: 'application/json',
+      ndjson: 'application/x-ndjson',
+    });
   });
 
   it.each<WebhookFormat>(['array', 'ndjson'])('keeps every invariant for random batches (%s, seeded)', (format) => {
@@ -205,7 +231,8 @@ describe('packBodies', () => {
 
       const packed = bodies.flatMap((b) => b.eventIds);
       const all = [...packed, ...oversized].sort();
-      if (JSON.stringify(all) !== JSON.stringify(events.map((e) => e.eventId).sort())) problems.push(`run ${run}: events lost or repeated`);
+      if (JSON.stringify(all) !== JSON.stringify(events.map((e) => e.eventId).sort()))
+        problems.push(`run ${run}: events lost or repeated`);
       if (JSON.stringify(packed) !== JSON.stringify([...packed].sort())) problems.push(`run ${run}: order not kept`);
       for (const id of oversized) {
         if (bytes(bodyOf([byId.get(id)!])) <= maxBytes) problems.push(`run ${run}: ${id} wrongly oversized`);
@@ -217,7 +244,11 @@ describe('packBodies', () => {
         if (b.eventIds.length > maxEvents) problems.push(`run ${run}: body ${i} over maxEvents`);
         const next = bodies[i + 1];
         // Greedy: a body was closed only because the next event would not fit.
-        if (next && b.eventIds.length < maxEvents && bytes(bodyOf([...pieces, byId.get(next.eventIds[0]!)!])) <= maxBytes) {
+        if (
+          next &&
+          b.eventIds.length < maxEvents &&
+          bytes(bodyOf([...pieces, byId.get(next.eventIds[0]!)!])) <= maxBytes
+        ) {
           problems.push(`run ${run}: body ${i} closed early`);
         }
       });

@@ -64,7 +64,8 @@ export function packBodies(
   maxEvents: number,
   maxBytes: number = MAX_BODY_BYTES,
 ): { bodies: PackedBody[]; oversized: string[] } {
-  if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) throw new RangeError(`maxBytes must be a positive integer, got ${maxBytes}`);
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 1)
+    throw new RangeError(`maxBytes must be a positive integer, got ${maxBytes}`);
   const contentType = CONTENT_TYPES[format];
   const bodies: PackedBody[] = [];
   const oversized: string[] = [];
@@ -77,7 +78,8 @@ export function packBodies(
     return { bodies, oversized };
   }
 
-  if (!Number.isSafeInteger(maxEvents) || maxEvents < 1) throw new RangeError(`maxEvents must be a positive integer, got ${maxEvents}`);
+  if (!Number.isSafeInteger(maxEvents) || maxEvents < 1)
+    throw new RangeError(`maxEvents must be a positive integer, got ${maxEvents}`);
   // array: '[' + ']' around one event; ndjson: its trailing '\n'. Each further event adds one byte either way
   // (a ',' or its own '\n').
   const framing = format === 'array' ? 2 : 1;

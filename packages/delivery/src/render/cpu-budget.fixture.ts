@@ -16,17 +16,24 @@ const line = (value: unknown) => writeSync(1, `${JSON.stringify(value)}\n`);
 
 if (isMainThread) {
   // The thread loads this file as the render pool's threads load theirs (thread-entry.cjs).
-  const thread = new Worker(`require('tsx/cjs/api').require(${JSON.stringify(__filename)}, ${JSON.stringify(__filename)});`, { eval: true, argv: process.argv.slice(2) });
+  const thread = new Worker(
+    `require('tsx/cjs/api').require(${JSON.stringify(__filename)}, ${JSON.stringify(__filename)});`,
+    { eval: true, argv: process.argv.slice(2) },
+  );
   const input = createInterface({ input: process.stdin });
   input.once('line', (text) => {
     const { budgetMs, stopAfterMs } = JSON.parse(text) as { budgetMs: number; stopAfterMs?: number };
-    if (stopAfterMs !== undefined) thread.once('message', () => setTimeout(() => process.kill(process.pid, 'SIGSTOP'), stopAfterMs));
+    if (stopAfterMs !== undefined)
+      thread.once('message', () => setTimeout(() => process.kill(process.pid, 'SIGSTOP'), stopAfterMs));
     thread.postMessage(budgetMs);
     input.close();
   });
 } else {
   const items = Number(process.argv[2]);
-  const template = parseTemplate('template', '{"n": {{len .Payload.items}}, "s": "{{range .Payload.items}}{{if eq (printf "%d-%s" . "ab") "x"}}y{{end}}{{end}}"}');
+  const template = parseTemplate(
+    'template',
+    '{"n": {{len .Payload.items}}, "s": "{{range .Payload.items}}{{if eq (printf "%d-%s" . "ab") "x"}}y{{end}}{{end}}"}',
+  );
   const event = { ...sampleEvent(['policy.created']), payload: { items: Array.from({ length: items }, (_, i) => i) } };
   // Calibration, with a budget it cannot reach; the first render also compiles the code the later ones run.
   renderWithTemplate(template, event, {}, { maxDurationMs: 60_000 });
@@ -39,7 +46,12 @@ if (isMainThread) {
     const wallStart = performance.now();
     const cpuStart = threadCpuMs() ?? 0;
     const result = renderWithTemplate(template, event, {}, { maxDurationMs: budgetMs });
-    line({ ok: result.ok, error: result.ok ? null : result.error, wallMs: performance.now() - wallStart, cpuMs: (threadCpuMs() ?? 0) - cpuStart });
+    line({
+      ok: result.ok,
+      error: result.ok ? null : result.error,
+      wallMs: performance.now() - wallStart,
+      cpuMs: (threadCpuMs() ?? 0) - cpuStart,
+    });
     process.exit(0);
   });
 }

@@ -11,28 +11,69 @@ const iso = z.iso.datetime({ offset: true });
 const slack = z.object({ text: str });
 const teams = z.object({
   type: z.literal('message'),
-  attachments: z.array(z.object({
-    contentType: z.literal('application/vnd.microsoft.card.adaptive'),
-    content: z.object({ type: z.literal('AdaptiveCard'), version: str, body: z.array(z.object({ type: z.literal('TextBlock'), text: str })).min(1) }),
-  })).length(1),
+  attachments: z
+    .array(
+      z.object({
+        contentType: z.literal('application/vnd.microsoft.card.adaptive'),
+        content: z.object({
+          type: z.literal('AdaptiveCard'),
+          version: str,
+          body: z.array(z.object({ type: z.literal('TextBlock'), text: str })).min(1),
+        }),
+      }),
+    )
+    .length(1),
 });
-const discord = z.object({ content: z.string().min(1).max(2000), allowed_mentions: z.object({ parse: z.array(z.string()).length(0) }) });
+const discord = z.object({
+  content: z.string().min(1).max(2000),
+  allowed_mentions: z.object({ parse: z.array(z.string()).length(0) }),
+});
 const pagerduty = z.object({
   routing_key: z.literal('R0UT1NG'),
   event_action: z.enum(['trigger', 'acknowledge', 'resolve']),
   dedup_key: str.max(255),
-  payload: z.object({ summary: str.max(1024), source: str, severity: z.enum(['critical', 'error', 'warning', 'info']), timestamp: iso, custom_details: z.record(z.string(), z.unknown()) }),
+  payload: z.object({
+    summary: str.max(1024),
+    source: str,
+    severity: z.enum(['critical', 'error', 'warning', 'info']),
+    timestamp: iso,
+    custom_details: z.record(z.string(), z.unknown()),
+  }),
 });
-const opsgenie = z.object({ message: str.max(130), alias: str.max(512), description: z.string().max(15000), priority: z.enum(['P1', 'P2', 'P3', 'P4', 'P5']), details: z.record(z.string(), z.string()) });
-const datadog = z.array(z.object({ ddsource: str, service: str, ddtags: str, message: str })).min(1).max(1000);
-const splunk = z.object({ time: z.number().positive(), source: str, sourcetype: str, event: z.object({ id: str, action: str }) });
-const elastic = z.object({ '@timestamp': iso, message: str, event: z.object({ action: str, kind: z.literal('event') }) });
+const opsgenie = z.object({
+  message: str.max(130),
+  alias: str.max(512),
+  description: z.string().max(15000),
+  priority: z.enum(['P1', 'P2', 'P3', 'P4', 'P5']),
+  details: z.record(z.string(), z.string()),
+});
+const datadog = z
+  .array(z.object({ ddsource: str, service: str, ddtags: str, message: str }))
+  .min(1)
+  .max(1000);
+const splunk = z.object({
+  time: z.number().positive(),
+  source: str,
+  sourcetype: str,
+  event: z.object({ id: str, action: str }),
+});
+const elastic = z.object({
+  '@timestamp': iso,
+  message: str,
+  event: z.object({ action: str, kind: z.literal('event') }),
+});
 const sumo = z.object({ timestamp: iso, message: str, action: str });
-const sentinel = z.array(z.object({ TimeGenerated: iso, Action: str, EventId: str, Payload: z.record(z.string(), z.unknown()) })).min(1);
+const sentinel = z
+  .array(z.object({ TimeGenerated: iso, Action: str, EventId: str, Payload: z.record(z.string(), z.unknown()) }))
+  .min(1);
 const chronicle = z.object({ event_time: iso, product: str, action: str });
 const envelope = z.object({ type: str, timestamp: iso, data: z.object({ id: str, action: str }) });
 
-const lines = (body: string) => body.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as unknown);
+const lines = (body: string) =>
+  body
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as unknown);
 const receivers: Record<DestinationPreset['id'], { contentType: string; check(body: string): void }> = {
   generic: { contentType: 'application/json', check: (b) => envelope.parse(JSON.parse(b)) },
   slack: { contentType: 'application/json', check: (b) => slack.parse(JSON.parse(b)) },
@@ -65,31 +106,52 @@ describe('destination presets', () => {
     for (const preset of DESTINATION_PRESETS) {
       for (const h of preset.headers) expect(h).toMatch(/^[A-Za-z0-9-]+$/);
       for (const v of preset.vars) expect(v).toMatch(/^[A-Za-z_][A-Za-z0-9_]*$/);
-      if (['slack', 'teams', 'discord', 'pagerduty', 'opsgenie'].includes(preset.id)) expect(preset).toMatchObject({ format: 'single', max_events: 1 });
+      if (['slack', 'teams', 'discord', 'pagerduty', 'opsgenie'].includes(preset.id))
+        expect(preset).toMatchObject({ format: 'single', max_events: 1 });
       else if (preset.id !== 'generic') expect(preset.max_events).toBe(100);
     }
   });
 
-  it.each(DESTINATION_PRESETS.map((p) => [p.id, p] as const))('%s renders the sample event into the body its receiver documents', (id, preset) => {
-    const vars = Object.fromEntries(preset.vars.map((v) => [v, 'R0UT1NG']));
-    const { bodies } = previewBodies(orgId, { template: preset.template, format: preset.format, max_events: preset.max_events, vars });
-    expect(bodies).toHaveLength(1);
-    expect(bodies[0]!.content_type).toBe(receivers[id].contentType);
-    receivers[id].check(bodies[0]!.body);
-  });
+  it.each(DESTINATION_PRESETS.map((p) => [p.id, p] as const))(
+    '%s renders the sample event into the body its receiver documents',
+    (id, preset) => {
+      const vars = Object.fromEntries(preset.vars.map((v) => [v, 'R0UT1NG']));
+      const { bodies } = previewBodies(orgId, {
+        template: preset.template,
+        format: preset.format,
+        max_events: preset.max_events,
+        vars,
+      });
+      expect(bodies).toHaveLength(1);
+      expect(bodies[0]!.content_type).toBe(receivers[id].contentType);
+      receivers[id].check(bodies[0]!.body);
+    },
+  );
 
-  it.each(DESTINATION_PRESETS.map((p) => [p.id, p] as const))('%s batches several events as its receiver accepts them', (id, preset) => {
-    const vars = Object.fromEntries(preset.vars.map((v) => [v, 'R0UT1NG']));
-    const { bodies } = previewBodies(orgId, { template: preset.template, format: preset.format, max_events: preset.max_events, vars, events: [event(1), event(2), event(3)] });
-    expect(bodies).toHaveLength(preset.format === 'single' ? 3 : 1);
-    for (const body of bodies) receivers[id].check(body.body);
-  });
+  it.each(DESTINATION_PRESETS.map((p) => [p.id, p] as const))(
+    '%s batches several events as its receiver accepts them',
+    (id, preset) => {
+      const vars = Object.fromEntries(preset.vars.map((v) => [v, 'R0UT1NG']));
+      const { bodies } = previewBodies(orgId, {
+        template: preset.template,
+        format: preset.format,
+        max_events: preset.max_events,
+        vars,
+        events: [event(1), event(2), event(3)],
+      });
+      expect(bodies).toHaveLength(preset.format === 'single' ? 3 : 1);
+      for (const body of bodies) receivers[id].check(body.body);
+    },
+  );
 
   it('escapes markup in chat text and maps a critical finding to a critical PagerDuty event', () => {
     const preset = (id: string) => DESTINATION_PRESETS.find((p) => p.id === id)!;
     const slackBody = previewBodies(orgId, { ...preset('slack'), vars: {}, events: [event(1)] }).bodies[0]!.body;
-    expect(JSON.parse(slackBody).text).toBe('Anomaly Finding Created: Finding &amp; co by triage &lt;bot&gt; @everyone');
-    const pd = previewBodies(orgId, { ...preset('pagerduty'), vars: { routing_key: 'R0UT1NG' }, events: [event(1)] }).bodies[0]!.body;
+    expect(JSON.parse(slackBody).text).toBe(
+      'Anomaly Finding Created: Finding &amp; co by triage &lt;bot&gt; @everyone',
+    );
+    const pd = previewBodies(orgId, { ...preset('pagerduty'), vars: { routing_key: 'R0UT1NG' }, events: [event(1)] })
+      .bodies[0]!.body;
     expect(JSON.parse(pd).payload.severity).toBe('critical');
   });
 });

@@ -29,8 +29,20 @@ describe('toEnvelope', () => {
     const envelope = toEnvelope(event);
     expect(Object.keys(envelope)).toEqual(['type', 'timestamp', 'data']);
     expect(Object.keys(envelope.data)).toEqual([
-      'id', 'org_id', 'action', 'actor_type', 'actor_id', 'actor_display_name', 'resource_type', 'resource_id',
-      'resource_display_name', 'resources', 'context', 'changes', 'payload', 'created_at',
+      'id',
+      'org_id',
+      'action',
+      'actor_type',
+      'actor_id',
+      'actor_display_name',
+      'resource_type',
+      'resource_id',
+      'resource_display_name',
+      'resources',
+      'context',
+      'changes',
+      'payload',
+      'created_at',
     ]);
   });
 

@@ -66,7 +66,8 @@ export class FairPool {
       concurrentTasksPerWorker: 1,
       workerData: options.workerData,
     });
-    const onError = options.onError ?? ((error: Error) => process.emitWarning(error, { code: 'GATEHOOK_RENDER_THREAD' }));
+    const onError =
+      options.onError ?? ((error: Error) => process.emitWarning(error, { code: 'GATEHOOK_RENDER_THREAD' }));
     this.piscina.on('error', (error: unknown) => onError(error instanceof Error ? error : new Error(String(error))));
   }
 
@@ -79,7 +80,13 @@ export class FairPool {
   run<R>(orgId: string, name: string, task: unknown, options: { deadline?: boolean } = {}): Promise<R> {
     if (this.closing) return Promise.reject(new RenderPoolClosedError('the render pool is closed'));
     return new Promise<R>((resolve, reject) => {
-      this.queue.push(orgId, { name, task, deadline: options.deadline !== false, resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push(orgId, {
+        name,
+        task,
+        deadline: options.deadline !== false,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+      });
       this.pump();
     });
   }
@@ -97,14 +104,16 @@ export class FairPool {
   /** Refuses new tasks, fails the waiting ones, and stops the threads. Safe to call twice. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      for (const job of this.queue.drain()) job.reject(new RenderPoolClosedError('the render pool closed before the task ran'));
+      for (const job of this.queue.drain())
+        job.reject(new RenderPoolClosedError('the render pool closed before the task ran'));
       await this.piscina.destroy();
     })();
     return this.closing;
   }
 
   private pump(): void {
-    for (let started = this.queue.next(performance.now()); started; started = this.queue.next(performance.now())) this.start(started);
+    for (let started = this.queue.next(performance.now()); started; started = this.queue.next(performance.now()))
+      this.start(started);
   }
 
   private start(started: Started<Job>): void {
@@ -120,7 +129,13 @@ export class FairPool {
     this.piscina
       .run(job.task, { name: job.name, signal: abort.signal })
       .then(job.resolve, (error: unknown) =>
-        job.reject(overran ? new RenderDeadlineError(`the render task ran past its hard deadline of ${this.hardDeadlineMs} ms; its thread was replaced`) : error),
+        job.reject(
+          overran
+            ? new RenderDeadlineError(
+                `the render task ran past its hard deadline of ${this.hardDeadlineMs} ms; its thread was replaced`,
+              )
+            : error,
+        ),
       )
       .finally(() => {
         clearTimeout(deadline);

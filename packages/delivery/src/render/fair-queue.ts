@@ -40,7 +40,8 @@ export class FairQueue<T> {
   private readonly windowMs: number;
 
   constructor(options: FairQueueOptions) {
-    if (!Number.isSafeInteger(options.threads) || options.threads < 2) throw new RangeError(`a render pool needs at least 2 threads, got ${options.threads}`);
+    if (!Number.isSafeInteger(options.threads) || options.threads < 2)
+      throw new RangeError(`a render pool needs at least 2 threads, got ${options.threads}`);
     this.threads = options.threads;
     this.budgetMs = options.budgetMs ?? ORG_CPU_BUDGET_MS;
     this.windowMs = options.windowMs ?? ORG_CPU_WINDOW_MS;
@@ -105,12 +106,16 @@ export class FairQueue<T> {
   /** Tasks running and waiting, per organisation with any (for metrics and tests). */
   load(): { running: number; waiting: Record<string, { running: number; waiting: number }> } {
     const waiting: Record<string, { running: number; waiting: number }> = {};
-    for (const [orgId, org] of this.orgs) if (org.running.size + org.waiting.length > 0) waiting[orgId] = { running: org.running.size, waiting: org.waiting.length };
+    for (const [orgId, org] of this.orgs)
+      if (org.running.size + org.waiting.length > 0)
+        waiting[orgId] = { running: org.running.size, waiting: org.waiting.length };
     return { running: this.runningTotal, waiting };
   }
 
   private limit(orgId: string, now: number): number {
-    return this.spentMs(orgId, now) > this.budgetMs && this.longestMs(orgId, now) > SHORT_TASK_MS ? this.threads - 1 : this.threads;
+    return this.spentMs(orgId, now) > this.budgetMs && this.longestMs(orgId, now) > SHORT_TASK_MS
+      ? this.threads - 1
+      : this.threads;
   }
 
   /** The longest of an organisation's tasks in the window, running ones included (as long as they have run). */

@@ -13,7 +13,11 @@ import { until } from '@gatehook/testkit/until';
  * budgets (0: no stop).
  */
 async function renderStopped(items: number, budgetOfCalibration: number, stopOfBudget: number) {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'cpu-budget.fixture.ts'), String(items)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(__dirname, 'cpu-budget.fixture.ts'), String(items)],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   const next = async () => JSON.parse((await lines.next()).value as string) as Record<string, unknown>;
   try {
@@ -23,7 +27,11 @@ async function renderStopped(items: number, budgetOfCalibration: number, stopOfB
     child.stdin!.write(`${JSON.stringify({ budgetMs, ...(stopOfBudget > 0 ? { stopAfterMs: 20 } : {}) })}\n`);
     expect(await next()).toBe('started');
     if (stopOfBudget > 0) {
-      await until(async () => processState(child.pid!), (state) => state === 'T', 30_000);
+      await until(
+        async () => processState(child.pid!),
+        (state) => state === 'T',
+        30_000,
+      );
       await sleep(budgetMs * stopOfBudget);
       child.kill('SIGCONT');
     }
@@ -45,14 +53,17 @@ const counted = threadCpuMs() !== undefined;
 const ITEMS = 150_000;
 
 describe('the render budget counts the rendering thread’s CPU time', () => {
-  (counted ? it : it.skip)('a render stopped for longer than its budget still renders when its own CPU time is within it', async () => {
-    // A budget of three times what the render costs; stopped for 1.5 budgets: its wall-clock time is well past its
-    // budget, its CPU time a third of it, and far from the cap of WALL_CAP_FACTOR budgets.
-    const { budgetMs, outcome } = await renderStopped(ITEMS, 3, 1.5);
-    expect(outcome.wallMs).toBeGreaterThan(budgetMs);
-    expect(outcome.wallMs).toBeLessThan(budgetMs * WALL_CAP_FACTOR);
-    expect(outcome).toMatchObject({ ok: true, error: null });
-  });
+  (counted ? it : it.skip)(
+    'a render stopped for longer than its budget still renders when its own CPU time is within it',
+    async () => {
+      // A budget of three times what the render costs; stopped for 1.5 budgets: its wall-clock time is well past its
+      // budget, its CPU time a third of it, and far from the cap of WALL_CAP_FACTOR budgets.
+      const { budgetMs, outcome } = await renderStopped(ITEMS, 3, 1.5);
+      expect(outcome.wallMs).toBeGreaterThan(budgetMs);
+      expect(outcome.wallMs).toBeLessThan(budgetMs * WALL_CAP_FACTOR);
+      expect(outcome).toMatchObject({ ok: true, error: null });
+    },
+  );
 
   (counted ? it : it.skip)('a render whose CPU time is over its budget still stops there', async () => {
     const { budgetMs, calibrationCpuMs, outcome } = await renderStopped(ITEMS, 0.2, 0);

@@ -1,4 +1,9 @@
-import { checkPayloadTemplate, renderWithTemplate, sampleEvent, SAVE_RENDER_LIMITS } from '@gatehook/delivery/render/payload-template';
+import {
+  checkPayloadTemplate,
+  renderWithTemplate,
+  sampleEvent,
+  SAVE_RENDER_LIMITS,
+} from '@gatehook/delivery/render/payload-template';
 import { parseTemplate } from '@gatehook/templates/template';
 
 const SECRET = 'sk_live_v4r_value_never_echoed';
@@ -25,7 +30,11 @@ describe('hostile payload templates', () => {
   });
 
   it('neither a duplicate key made of a variable nor epoch of a variable echoes it', () => {
-    for (const text of ['{"{{.Vars.token}}":1,"{{.Vars.token}}":2}', '{"t": {{epoch .Vars.token}}}', '{"t": {{range .Vars.token}}{{end}}}']) {
+    for (const text of [
+      '{"{{.Vars.token}}":1,"{{.Vars.token}}":2}',
+      '{"t": {{epoch .Vars.token}}}',
+      '{"t": {{range .Vars.token}}{{end}}}',
+    ]) {
       const check = checkPayloadTemplate(text, { token: SECRET }, ['policy.created']);
       expect(check.ok).toBe(false);
       if (!check.ok) expect(check.message).not.toContain('sk_live');
@@ -44,7 +53,10 @@ describe('hostile payload templates: NUL and binary output', () => {
   it('a NUL the template prints never reaches the error text', () => {
     const template = parseTemplate('template', '{"a": "{{printf "%c" 0}}"}');
     const result = renderWithTemplate(template, sampleEvent(['policy.created']), {});
-    expect(result).toEqual({ ok: false, error: expect.stringMatching(/^the rendered body is not valid JSON: control character in string at position 7$/) });
+    expect(result).toEqual({
+      ok: false,
+      error: expect.stringMatching(/^the rendered body is not valid JSON: control character in string at position 7$/),
+    });
   });
 
   it('a NUL escaped by json is valid JSON and stays escaped in the body', () => {

@@ -55,7 +55,13 @@ export function sampleEvent(events: readonly string[], orgId = '00000000-0000-40
     resource_type: 'policy',
     resource_id: 'resource-1',
     resource_display_name: 'Sample resource',
-    resources: { mcp_id: 'mcp-1', mcp_slug: 'github', agent_slug: 'triage', tool_key: 'github.create_issue', policy_display_name: 'Default' },
+    resources: {
+      mcp_id: 'mcp-1',
+      mcp_slug: 'github',
+      agent_slug: 'triage',
+      tool_key: 'github.create_issue',
+      policy_display_name: 'Default',
+    },
     context: { ip: '203.0.113.7', user_agent: 'sample-agent/1.0', trace_id: 'trace-1', country: 'NL' },
     changes: [{ field: 'name', old: 'before', new: 'after' }],
     payload,
@@ -104,7 +110,11 @@ export type TemplateCheck = { ok: true; template: Template } | { ok: false; mess
  * Save-time check of a payload template (SPEC 6.3.4, 7.1): it parses, names no unset variable, and renders the
  * sample event into valid JSON with unique member names.
  */
-export function checkPayloadTemplate(text: string, vars: Record<string, string>, events: readonly string[]): TemplateCheck {
+export function checkPayloadTemplate(
+  text: string,
+  vars: Record<string, string>,
+  events: readonly string[],
+): TemplateCheck {
   let template: Template;
   try {
     template = parseTemplate('template', text);
@@ -112,7 +122,11 @@ export function checkPayloadTemplate(text: string, vars: Record<string, string>,
     return { ok: false, message: describe(error) };
   }
   const unset = referencedVars(text).filter((name) => !Object.hasOwn(vars, name));
-  if (unset.length > 0) return { ok: false, message: `the template uses unset variable${unset.length > 1 ? 's' : ''} ${unset.map((n) => `.Vars.${n}`).join(', ')}` };
+  if (unset.length > 0)
+    return {
+      ok: false,
+      message: `the template uses unset variable${unset.length > 1 ? 's' : ''} ${unset.map((n) => `.Vars.${n}`).join(', ')}`,
+    };
   let output: string;
   try {
     output = template.execute(templateData(sampleEvent(events), vars), { limits: SAVE_RENDER_LIMITS });
@@ -134,7 +148,8 @@ export function renderWithTemplate(
   vars: Record<string, string>,
   limits?: Partial<ExecLimits>,
 ): { ok: true; json: string } | { ok: false; error: string } {
-  if (template instanceof Error) return { ok: false, error: `the stored template no longer parses: ${template.message}` };
+  if (template instanceof Error)
+    return { ok: false, error: `the stored template no longer parses: ${template.message}` };
   let output: string;
   try {
     output = template.execute(templateData(event, vars), { limits: { ...RENDER_TIMER, ...limits } });

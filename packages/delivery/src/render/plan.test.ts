@@ -4,7 +4,16 @@ import type { StoredWebhook } from '@gatehook/core/webhook-config';
 import { openBody } from './stored-body';
 import { sampleEvent } from './payload-template';
 import { toLiveWebhook } from '../webhook-configs';
-import { planDeliveries, planSlice, emptyPlan, mayChoose, mergePlan, type PlanEvent, type PlanInput, type PlanProgress } from './plan';
+import {
+  planDeliveries,
+  planSlice,
+  emptyPlan,
+  mayChoose,
+  mergePlan,
+  type PlanEvent,
+  type PlanInput,
+  type PlanProgress,
+} from './plan';
 
 const box = new SecretBox(DEVELOPMENT_ENCRYPTION_KEY);
 const orgId = '5e1d0000-0000-4000-8000-00000000a001';
@@ -31,14 +40,20 @@ function storedWebhook(overrides: Partial<StoredWebhook> = {}): StoredWebhook {
     previousSecretValidUntil: null,
     activeSince: new Date('2026-01-01T00:00:00.000Z'),
     clientCertificateEncrypted: null,
-    rateLimitPerSecond: null, auth: null, authSecretEncrypted: null,
+    rateLimitPerSecond: null,
+    auth: null,
+    authSecretEncrypted: null,
     ...overrides,
   };
 }
 
 function events(count: number, receivedAt = now): PlanEvent[] {
   return Array.from({ length: count }, (_, i) => ({
-    data: { ...sampleEvent(['*'], orgId), id: `0193a4f0-0000-7000-8000-${String(i).padStart(12, '0')}`, action: i % 2 ? 'policy.created' : 'gateway.tool.error' },
+    data: {
+      ...sampleEvent(['*'], orgId),
+      id: `0193a4f0-0000-7000-8000-${String(i).padStart(12, '0')}`,
+      action: i % 2 ? 'policy.created' : 'gateway.tool.error',
+    },
     receivedAt,
   }));
 }
@@ -48,13 +63,25 @@ const deps = { box, live: (stored: StoredWebhook) => toLiveWebhook(stored, box) 
 describe('planDeliveries', () => {
   it('chooses by subscription, activeSince and condition, renders, packs and seals', () => {
     const single = storedWebhook({ events: ['policy.created'] });
-    const templated = storedWebhook({ template: '{"id":{{json .ID}}}', condition: 'event.action == "gateway.tool.error"' });
+    const templated = storedWebhook({
+      template: '{"id":{{json .ID}}}',
+      condition: 'event.action == "gateway.tool.error"',
+    });
     const late = storedWebhook({ activeSince: now });
-    const input: PlanInput = { webhooks: [single, templated, late], events: events(4), now, filter: 'live', buffer: true };
+    const input: PlanInput = {
+      webhooks: [single, templated, late],
+      events: events(4),
+      now,
+      filter: 'live',
+      buffer: true,
+    };
     const plan = planDeliveries(input, deps);
     const of = (w: StoredWebhook) => plan.deliveries.filter((d) => d.webhookId === w.id);
     expect(of(single)).toHaveLength(2);
-    expect(of(templated).map((d) => d.body)).toEqual([`{"id":"${input.events[0]!.data.id}"}`, `{"id":"${input.events[2]!.data.id}"}`]);
+    expect(of(templated).map((d) => d.body)).toEqual([
+      `{"id":"${input.events[0]!.data.id}"}`,
+      `{"id":"${input.events[2]!.data.id}"}`,
+    ]);
     expect(of(late)).toHaveLength(0);
     for (const d of plan.deliveries) expect(openBody(box, d.bodyEncrypted!, d.id)).toBe(d.body);
     expect(plan.broken).toEqual([]);
@@ -62,11 +89,17 @@ describe('planDeliveries', () => {
 
   it('sends a batching webhook’s full batches and buffers the rest when asked to, and packs everything otherwise', () => {
     const batching = storedWebhook({ format: 'array', maxEvents: 2 });
-    const buffered = planDeliveries({ webhooks: [batching], events: events(5), now, filter: 'live', buffer: true }, deps);
+    const buffered = planDeliveries(
+      { webhooks: [batching], events: events(5), now, filter: 'live', buffer: true },
+      deps,
+    );
     expect(buffered.deliveries.map((d) => d.eventIds.length)).toEqual([2, 2]);
     expect(buffered.batchItems).toHaveLength(1);
     expect(buffered.batched).toEqual([[batching.id, { count: 1, maxEvents: 2 }]]);
-    const flushed = planDeliveries({ webhooks: [batching], events: events(5), now, filter: 'all', buffer: false }, deps);
+    const flushed = planDeliveries(
+      { webhooks: [batching], events: events(5), now, filter: 'all', buffer: false },
+      deps,
+    );
     expect(flushed.deliveries.map((d) => d.eventIds.length)).toEqual([2, 2, 1]);
     expect(flushed.batchItems).toEqual([]);
   });
@@ -82,7 +115,10 @@ describe('planDeliveries', () => {
 
 describe('planSlice', () => {
   it('stops between two units of work once its time is up, and the slices add up to the whole plan', () => {
-    const webhooks = [storedWebhook({ format: 'ndjson', maxEvents: 3 }), storedWebhook({ template: '{"id":{{json .ID}}}' })];
+    const webhooks = [
+      storedWebhook({ format: 'ndjson', maxEvents: 3 }),
+      storedWebhook({ template: '{"id":{{json .ID}}}' }),
+    ];
     const input: PlanInput = { webhooks, events: events(7), now, filter: 'replay', buffer: false };
     const whole = planDeliveries(input, deps);
     // A clock always past `until`: each slice does exactly one unit (one event matched or rendered).
@@ -121,7 +157,10 @@ describe('mayChoose', () => {
     expect(mayChoose([other], batch, 'live')).toEqual([]);
 
     const whole = planDeliveries({ webhooks, events: batch, now, filter: 'live', buffer: true }, deps);
-    const narrowed = planDeliveries({ webhooks: mayChoose(webhooks, batch, 'live'), events: batch, now, filter: 'live', buffer: true }, deps);
+    const narrowed = planDeliveries(
+      { webhooks: mayChoose(webhooks, batch, 'live'), events: batch, now, filter: 'live', buffer: true },
+      deps,
+    );
     const shape = (plan: typeof whole) => plan.deliveries.map((d) => [d.webhookId, d.eventIds, d.status]);
     expect(shape(narrowed)).toEqual(shape(whole));
     expect(whole.deliveries.length).toBeGreaterThan(0);

@@ -106,12 +106,20 @@ function chosen(webhook: LiveWebhook, event: PlanEvent, filter: PlanFilter): boo
  * nothing, so a fan-out of a large organisation carries to the render pool only the webhooks that subscribe to what
  * happened, and one whose events no webhook subscribes to needs no render task at all.
  */
-export function mayChoose<W extends Pick<StoredWebhook, 'events' | 'activeSince'>>(webhooks: readonly W[], events: readonly PlanEvent[], filter: PlanFilter): W[] {
+export function mayChoose<W extends Pick<StoredWebhook, 'events' | 'activeSince'>>(
+  webhooks: readonly W[],
+  events: readonly PlanEvent[],
+  filter: PlanFilter,
+): W[] {
   if (filter === 'all') return [...webhooks];
   const actions = [...new Set(events.map((event) => event.data.action))];
   let latest = Number.NEGATIVE_INFINITY;
   for (const event of events) latest = Math.max(latest, event.receivedAt.getTime());
-  return webhooks.filter((webhook) => actions.some((action) => subscribes(webhook, action)) && (filter !== 'live' || latest > webhook.activeSince.getTime()));
+  return webhooks.filter(
+    (webhook) =>
+      actions.some((action) => subscribes(webhook, action)) &&
+      (filter !== 'live' || latest > webhook.activeSince.getTime()),
+  );
 }
 
 /**
@@ -145,7 +153,8 @@ export function planSlice(input: PlanInput, progress: PlanProgress | null, deps:
         // Full batches go out from here; only the rest waits in the buffer for more events or the linger.
         const whole = p.chosen.length - (p.chosen.length % webhook.maxEvents);
         const rest = p.chosen.slice(whole);
-        for (const index of rest) plan.batchItems.push({ webhookId: webhook.id, eventId: input.events[index]!.data.id });
+        for (const index of rest)
+          plan.batchItems.push({ webhookId: webhook.id, eventId: input.events[index]!.data.id });
         plan.batched.push([webhook.id, { count: rest.length, maxEvents: webhook.maxEvents }]);
         p.chosen = p.chosen.slice(0, whole);
       }

@@ -31,7 +31,9 @@ const webhook: StoredWebhook = {
   previousSecretValidUntil: null,
   activeSince: new Date(now.getTime() - 60_000),
   clientCertificateEncrypted: null,
-  rateLimitPerSecond: null, auth: null, authSecretEncrypted: null,
+  rateLimitPerSecond: null,
+  auth: null,
+  authSecretEncrypted: null,
 };
 
 describe('RenderPool', () => {
@@ -52,8 +54,14 @@ describe('RenderPool', () => {
   });
 
   it('renders a preview and a test send’s body', async () => {
-    const preview = await pool.preview(orgId, previewRender(orgId, { template: '{"a":{{json .Action}}}', format: 'array', max_events: 10, vars: {} }));
-    expect(preview).toEqual({ ok: true, bodies: [{ content_type: 'application/json', body: '[{"a":"anomaly_finding.created"}]' }] });
+    const preview = await pool.preview(
+      orgId,
+      previewRender(orgId, { template: '{"a":{{json .Action}}}', format: 'array', max_events: 10, vars: {} }),
+    );
+    expect(preview).toEqual({
+      ok: true,
+      bodies: [{ content_type: 'application/json', body: '[{"a":"anomaly_finding.created"}]' }],
+    });
     const body = await pool.testBody(webhook, testEvent(webhook));
     expect(body).toMatchObject({ ok: true, contentType: 'application/json' });
   });

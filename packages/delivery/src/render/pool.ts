@@ -61,7 +61,9 @@ export class RenderPool {
    */
   async warm(): Promise<void> {
     // Loading a thread's code is no render: no hard deadline here, however loaded the machine.
-    await Promise.all(Array.from({ length: this.threads }, () => this.pool.run(WARM_UP_ORG, 'ping', null, { deadline: false })));
+    await Promise.all(
+      Array.from({ length: this.threads }, () => this.pool.run(WARM_UP_ORG, 'ping', null, { deadline: false })),
+    );
   }
 
   /** Plans deliveries (plan.ts) slice by slice; each slice waits for its organisation's turn again. */

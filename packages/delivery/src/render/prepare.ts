@@ -45,7 +45,14 @@ export function packDeliveries(
   const deliveries: PreparedDelivery[] = [];
   const { bodies, oversized } = packBodies(webhook.format, rendered, webhook.maxEvents);
   const secretsVersion = secretsVersionOf(webhook);
-  for (const eventId of oversized) deliveries.push(failedDelivery(webhook.id, eventId, deliveryError('payload_too_large', 'the event alone exceeds the 1 MB body limit')));
+  for (const eventId of oversized)
+    deliveries.push(
+      failedDelivery(
+        webhook.id,
+        eventId,
+        deliveryError('payload_too_large', 'the event alone exceeds the 1 MB body limit'),
+      ),
+    );
   for (const body of bodies) {
     const id = uuidv7();
     deliveries.push({

@@ -17,7 +17,9 @@ export const PREVIEW_MAX_EVENTS = 100;
  */
 export const previewInputSchema = createWebhookSchema
   .pick({ template: true, format: true, max_events: true, vars: true })
-  .extend({ events: z.array(z.unknown()).min(1).max(PREVIEW_MAX_EVENTS, `at most ${PREVIEW_MAX_EVENTS} events`).optional() });
+  .extend({
+    events: z.array(z.unknown()).min(1).max(PREVIEW_MAX_EVENTS, `at most ${PREVIEW_MAX_EVENTS} events`).optional(),
+  });
 export type PreviewInput = z.output<typeof previewInputSchema>;
 
 /** One body a webhook with these fields would send. */
@@ -46,9 +48,21 @@ export type PreviewOutcome = { ok: true; bodies: PreviewBody[] } | { ok: false; 
 export function previewRender(orgId: string, input: PreviewInput, now = new Date()): PreviewRender {
   const at = now.toISOString();
   const events: AuditEventData[] = input.events
-    ? parseAuditEvents(orgId, input.events, false).map((e) => ({ ...e, id: e.id ?? randomUUID(), org_id: orgId, created_at: e.created_at ?? at }))
+    ? parseAuditEvents(orgId, input.events, false).map((e) => ({
+        ...e,
+        id: e.id ?? randomUUID(),
+        org_id: orgId,
+        created_at: e.created_at ?? at,
+      }))
     : [sampleEvent(['*'], orgId)];
-  return { template: input.template, format: input.format, max_events: input.max_events, vars: input.vars, events, given: input.events !== undefined };
+  return {
+    template: input.template,
+    format: input.format,
+    max_events: input.max_events,
+    vars: input.vars,
+    events,
+    given: input.events !== undefined,
+  };
 }
 
 /**
@@ -62,7 +76,12 @@ export function renderPreview(input: PreviewRender, budgetMs: number = REQUEST_R
   const deadline = threadClock.deadline(budgetMs);
   const overBudget = (): PreviewOutcome => ({
     ok: false,
-    issues: [{ path: 'template', message: `rendering the request's events takes longer than the ${budgetMs} ms budget of one request` }],
+    issues: [
+      {
+        path: 'template',
+        message: `rendering the request's events takes longer than the ${budgetMs} ms budget of one request`,
+      },
+    ],
   });
   const useTemplate = input.template.trim() !== '';
   const check = useTemplate ? checkPayloadTemplate(input.template, input.vars, ['*']) : null;
@@ -87,7 +106,8 @@ export function renderPreview(input: PreviewRender, budgetMs: number = REQUEST_R
   if (issues.length > 0) return { ok: false, issues };
 
   const { bodies, oversized } = packBodies(input.format, rendered, input.max_events);
-  if (oversized.length > 0) return { ok: false, issues: [{ path: 'events', message: 'an event renders to a body over 1 MB' }] };
+  if (oversized.length > 0)
+    return { ok: false, issues: [{ path: 'events', message: 'an event renders to a body over 1 MB' }] };
   return { ok: true, bodies: bodies.map((b) => ({ content_type: b.contentType, body: b.body })) };
 }
 

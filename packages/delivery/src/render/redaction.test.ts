@@ -10,7 +10,8 @@ function unicodeEscapeAll(s: string): string {
   let out = '';
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
-    out += c < 0x20 || c > 0x7e || '"\\<>&\''.includes(s[i]!) ? `\\u${c.toString(16).toUpperCase().padStart(4, '0')}` : s[i];
+    out +=
+      c < 0x20 || c > 0x7e || '"\\<>&\''.includes(s[i]!) ? `\\u${c.toString(16).toUpperCase().padStart(4, '0')}` : s[i];
   }
   return `"${out}"`;
 }
@@ -20,7 +21,8 @@ const encoders: Record<string, (s: string) => string> = {
   'JSON.stringify': (s) => JSON.stringify(s),
   'Go json (template json)': (s) => marshalJSON(s),
   'unicode escapes (upper case)': unicodeEscapeAll,
-  'unicode escapes (lower case)': (s) => unicodeEscapeAll(s).replace(/\\u([0-9A-F]{4})/g, (_, h: string) => `\\u${h.toLowerCase()}`),
+  'unicode escapes (lower case)': (s) =>
+    unicodeEscapeAll(s).replace(/\\u([0-9A-F]{4})/g, (_, h: string) => `\\u${h.toLowerCase()}`),
   'escaped slashes': (s) => JSON.stringify(s).replace(/\//g, '\\/'),
   'template escape then json': (s) => JSON.stringify(escapeMarkup(s)),
   'url query': (s) => JSON.stringify(encodeURIComponent(s)),
@@ -33,7 +35,8 @@ describe('Redactor', () => {
 
   for (const [name, encode] of Object.entries(encoders)) {
     it(`redacts every value written as ${name}, in single, array and ndjson bodies`, () => {
-      const event = (i: number) => `{"type":"x","data":{"id":"${i}","a":${encode(SECRETS[i % SECRETS.length]!)},"b":"keep me"}}`;
+      const event = (i: number) =>
+        `{"type":"x","data":{"id":"${i}","a":${encode(SECRETS[i % SECRETS.length]!)},"b":"keep me"}}`;
       const single = event(0);
       const array = `[${SECRETS.map((_, i) => event(i)).join(',')}]`;
       const ndjson = SECRETS.map((_, i) => `${event(i)}\n`).join('');
@@ -86,7 +89,11 @@ describe('Redactor', () => {
   it('redacts a body of the largest size under the largest set of values a webhook may hold', () => {
     // 50 variables and 50 header values of 4,096 characters (docs/webhooks.md, "Limits"), a body of 400 KB.
     const values = Array.from({ length: 100 }, (_, i) => `${i}:`.padEnd(4096, String.fromCharCode(97 + (i % 26))));
-    const events = values.map((v, i) => ({ i, v: i % 2 === 0 ? v : Buffer.from(v).toString('hex'), filler: 'é<"\\/>'.repeat(100) }));
+    const events = values.map((v, i) => ({
+      i,
+      v: i % 2 === 0 ? v : Buffer.from(v).toString('hex'),
+      filler: 'é<"\\/>'.repeat(100),
+    }));
     const body = JSON.stringify(events);
     expect(body.length).toBeGreaterThan(400_000);
     const shown = new Redactor(values).redact(body);

@@ -30,7 +30,8 @@ import { MAX_BODY_BYTES } from './bodies';
 export const REDACTED = '[redacted]';
 
 /** The body shown when it could not be searched within its bounds: withheld whole, never shown unsearched. */
-export const REDACTION_WITHHELD = '[redacted: the body could not be searched for secret values within the redaction budget]';
+export const REDACTION_WITHHELD =
+  '[redacted: the body could not be searched for secret values within the redaction budget]';
 
 /** Longest body searched (UTF-16 units): a stored body is at most MAX_BODY_BYTES, so this is never reached by one. */
 export const MAX_REDACTED_BODY_LENGTH = MAX_BODY_BYTES;
@@ -54,7 +55,17 @@ interface Decoded {
   starts: Int32Array | null;
 }
 
-const SHORT_ESCAPES: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', "'": "'", n: '\n', r: '\r', t: '\t', b: '\b', f: '\f' };
+const SHORT_ESCAPES: Record<string, string> = {
+  '"': '"',
+  '\\': '\\',
+  '/': '/',
+  "'": "'",
+  n: '\n',
+  r: '\r',
+  t: '\t',
+  b: '\b',
+  f: '\f',
+};
 const NAMED_ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
 
 const isHex = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
@@ -110,10 +121,22 @@ function htmlReference(s: string, i: number): Token {
 
 /** One character of %XX escapes of its UTF-8 bytes (one to four of them). */
 function urlEscape(s: string, i: number): Token {
-  const byteAt = (at: number) => (at + 3 <= s.length && s[at] === '%' && isHex(s.charCodeAt(at + 1)) && isHex(s.charCodeAt(at + 2)) ? hexValue(s.charCodeAt(at + 1)) * 16 + hexValue(s.charCodeAt(at + 2)) : -1);
+  const byteAt = (at: number) =>
+    at + 3 <= s.length && s[at] === '%' && isHex(s.charCodeAt(at + 1)) && isHex(s.charCodeAt(at + 2))
+      ? hexValue(s.charCodeAt(at + 1)) * 16 + hexValue(s.charCodeAt(at + 2))
+      : -1;
   const lead = byteAt(i);
   if (lead < 0) return null;
-  const count = lead < 0x80 ? 1 : lead >= 0xc2 && lead < 0xe0 ? 2 : lead >= 0xe0 && lead < 0xf0 ? 3 : lead >= 0xf0 && lead < 0xf5 ? 4 : 0;
+  const count =
+    lead < 0x80
+      ? 1
+      : lead >= 0xc2 && lead < 0xe0
+        ? 2
+        : lead >= 0xe0 && lead < 0xf0
+          ? 3
+          : lead >= 0xf0 && lead < 0xf5
+            ? 4
+            : 0;
   if (count === 0) return null;
   const bytes = [lead];
   for (let k = 1; k < count; k++) {

@@ -26,9 +26,14 @@ export interface PreparedRequest {
  * webhook's custom headers. Deliveries and test sends both go through here, so a change to signing or to secret
  * rotation is made once.
  */
-export function signedRequest(webhook: LiveWebhook, message: { id: string; body: string; contentType: string }, now: Date): PreparedRequest {
+export function signedRequest(
+  webhook: LiveWebhook,
+  message: { id: string; body: string; contentType: string },
+  now: Date,
+): PreparedRequest {
   const secrets = [webhook.secret];
-  if (webhook.previousSecret && webhook.previousSecretValidUntil && webhook.previousSecretValidUntil > now) secrets.push(webhook.previousSecret);
+  if (webhook.previousSecret && webhook.previousSecretValidUntil && webhook.previousSecretValidUntil > now)
+    secrets.push(webhook.previousSecret);
   const headers = deliveryHeaders({
     deliveryId: message.id,
     timestampSeconds: Math.floor(now.getTime() / 1000),
@@ -38,5 +43,12 @@ export function signedRequest(webhook: LiveWebhook, message: { id: string; body:
     userAgent: USER_AGENT,
     custom: webhook.headers,
   });
-  return { url: webhook.url, origin: webhook.origin, body: message.body, headers, clientCertificate: webhook.clientCertificate, auth: webhook.destinationAuth };
+  return {
+    url: webhook.url,
+    origin: webhook.origin,
+    body: message.body,
+    headers,
+    clientCertificate: webhook.clientCertificate,
+    auth: webhook.destinationAuth,
+  };
 }

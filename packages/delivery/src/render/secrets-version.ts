@@ -13,5 +13,8 @@ export interface SecretsOwner {
  * still holds every value the body may carry. Tells nothing of the values.
  */
 export function secretsVersionOf(owner: SecretsOwner): string {
-  return createHash('sha256').update(`${owner.varsEncrypted ?? ''}\n${owner.headersEncrypted ?? ''}`).digest('base64url').slice(0, 22);
+  return createHash('sha256')
+    .update(`${owner.varsEncrypted ?? ''}\n${owner.headersEncrypted ?? ''}`)
+    .digest('base64url')
+    .slice(0, 22);
 }

@@ -6,7 +6,11 @@ import { deliveryHeaders, signatureHeader, signPayload } from '@gatehook/deliver
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 const msgId = '0b9f6c1e-2d7a-4c55-9a34-3f1c2b7e8d90';
-const body = JSON.stringify({ type: 'policy.created', timestamp: '2024-11-21T18:05:45.123Z', data: { id: 'e1', name: 'Ünïcödé ✓ 🚀' } });
+const body = JSON.stringify({
+  type: 'policy.created',
+  timestamp: '2024-11-21T18:05:45.123Z',
+  data: { id: 'e1', name: 'Ünïcödé ✓ 🚀' },
+});
 
 /** Headers a receiver would see for one signed request. */
 function headersFor(secrets: string[], timestamp: number, payload: string | Buffer = body): Record<string, string> {
@@ -21,20 +25,29 @@ describe('signPayload', () => {
   it('reproduces the Standard Webhooks reference vector', () => {
     // From the "sign function works" test of standard-webhooks/standard-webhooks, libraries/javascript.
     expect(
-      signPayload('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'msg_p5jXN8AQM9LWM0D4loKWxJek', 1614265330, '{"test": 2432232314}'),
+      signPayload(
+        'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+        'msg_p5jXN8AQM9LWM0D4loKWxJek',
+        1614265330,
+        '{"test": 2432232314}',
+      ),
     ).toBe('v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
   });
 
   it('matches an HMAC computed independently with node:crypto', () => {
     const secret = generateSigningSecret();
     const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
-    const expected = createHmac('sha256', key).update(Buffer.from(`${msgId}.1700000000.${body}`, 'utf8')).digest('base64');
+    const expected = createHmac('sha256', key)
+      .update(Buffer.from(`${msgId}.1700000000.${body}`, 'utf8'))
+      .digest('base64');
     expect(signPayload(secret, msgId, 1700000000, body)).toBe(`v1,${expected}`);
   });
 
   it('signs a Buffer body as the same bytes as its string', () => {
     const secret = generateSigningSecret();
-    expect(signPayload(secret, msgId, 1700000000, Buffer.from(body, 'utf8'))).toBe(signPayload(secret, msgId, 1700000000, body));
+    expect(signPayload(secret, msgId, 1700000000, Buffer.from(body, 'utf8'))).toBe(
+      signPayload(secret, msgId, 1700000000, body),
+    );
   });
 
   it('signs raw bytes that are not valid UTF-8 without re-encoding them', () => {
@@ -117,7 +130,9 @@ describe('signatureHeader verified by the official libraries', () => {
 
     it('carries one signature per secret, newest first, space-separated', () => {
       const header = signatureHeader([newest, previous], msgId, 1700000000, body);
-      expect(header).toBe(`${signPayload(newest, msgId, 1700000000, body)} ${signPayload(previous, msgId, 1700000000, body)}`);
+      expect(header).toBe(
+        `${signPayload(newest, msgId, 1700000000, body)} ${signPayload(previous, msgId, 1700000000, body)}`,
+      );
       expect(header.split(' ')).toHaveLength(2);
     });
 
@@ -179,7 +194,12 @@ describe('deliveryHeaders', () => {
 
   it('produces headers that the official libraries verify', () => {
     const previous = generateSigningSecret();
-    const headers = deliveryHeaders({ ...base, timestampSeconds: nowSeconds(), secrets: [secret, previous], custom: {} });
+    const headers = deliveryHeaders({
+      ...base,
+      timestampSeconds: nowSeconds(),
+      secrets: [secret, previous],
+      custom: {},
+    });
     expect(() => new StandardWebhook(previous).verify(body, headers)).not.toThrow();
     expect(() => new SvixWebhook(secret).verify(body, headers)).not.toThrow();
   });
@@ -200,7 +220,14 @@ describe('deliveryHeaders', () => {
         'X-Kept': 'yes',
       },
     });
-    expect(Object.keys(headers)).toEqual(['content-type', 'user-agent', 'webhook-id', 'webhook-timestamp', 'webhook-signature', 'X-Kept']);
+    expect(Object.keys(headers)).toEqual([
+      'content-type',
+      'user-agent',
+      'webhook-id',
+      'webhook-timestamp',
+      'webhook-signature',
+      'X-Kept',
+    ]);
     expect(headers['content-type']).toBe('application/json');
     expect(headers['webhook-id']).toBe(msgId);
   });
@@ -208,7 +235,14 @@ describe('deliveryHeaders', () => {
   it('skips names that are not HTTP tokens, values with CR, LF or NUL, and case-insensitive repeats', () => {
     const headers = deliveryHeaders({
       ...base,
-      custom: { 'Bad Name': 'x', 'X-Injected': 'a\r\nX-Evil: 1', 'X-Nul': 'a\0b', 'X-Dup': 'first', 'x-dup': 'second', 'X-Ok': '' },
+      custom: {
+        'Bad Name': 'x',
+        'X-Injected': 'a\r\nX-Evil: 1',
+        'X-Nul': 'a\0b',
+        'X-Dup': 'first',
+        'x-dup': 'second',
+        'X-Ok': '',
+      },
     });
     expect(Object.keys(headers).slice(5)).toEqual(['X-Dup', 'X-Ok']);
     expect(headers['X-Dup']).toBe('first');

@@ -19,7 +19,12 @@ describe('stored bodies', () => {
 
   it('compresses a batch body before encrypting it, and opens it to the same text', () => {
     const id = randomUUID();
-    const line = (i: number) => JSON.stringify({ type: 'tool.call', timestamp: new Date(0).toISOString(), data: { id: randomUUID(), seq: i, who: 'ünïcode 🎉', payload: { path: '/a\\b', q: '"x"' } } });
+    const line = (i: number) =>
+      JSON.stringify({
+        type: 'tool.call',
+        timestamp: new Date(0).toISOString(),
+        data: { id: randomUUID(), seq: i, who: 'ünïcode 🎉', payload: { path: '/a\\b', q: '"x"' } },
+      });
     const body = Array.from({ length: 100 }, (_, i) => line(i)).join('\n');
     expect(body.length).toBeGreaterThan(COMPRESS_FROM_LENGTH);
     const stored = sealBody(box, body, id, noVars);
@@ -32,7 +37,8 @@ describe('stored bodies', () => {
   it('never compresses a body of a webhook that has variables: its stored length tells nothing of what they hold', () => {
     const secret = 'sk_live_0123456789abcdef';
     // An attacker's guesses in event text next to the secret: compressed, the right guess would come out shorter.
-    const bodyOf = (guess: string) => Array.from({ length: 60 }, (_, i) => JSON.stringify({ seq: i, token: secret, note: guess })).join('\n');
+    const bodyOf = (guess: string) =>
+      Array.from({ length: 60 }, (_, i) => JSON.stringify({ seq: i, token: secret, note: guess })).join('\n');
     const right = bodyOf(secret);
     const wrong = bodyOf('sk_live_zyxwvutsrqponmlk');
     expect(right.length).toBe(wrong.length);
@@ -42,7 +48,9 @@ describe('stored bodies', () => {
     expect(storedRight.startsWith('z:')).toBe(false);
     expect(storedRight.length).toBe(storedWrong.length);
     // Without variables the same bodies would be compressed, and their lengths would differ.
-    expect(sealBody(box, right, randomUUID(), noVars).length).not.toBe(sealBody(box, wrong, randomUUID(), noVars).length);
+    expect(sealBody(box, right, randomUUID(), noVars).length).not.toBe(
+      sealBody(box, wrong, randomUUID(), noVars).length,
+    );
     const id = randomUUID();
     expect(openBody(box, sealBody(box, right, id, withVars), id)).toBe(right);
   });

@@ -44,6 +44,9 @@ export function sealBody(box: SecretBox, body: string, deliveryId: string, webho
 
 /** The body a delivery's stored value holds (made by sealBody, or by an encryption of the body alone). */
 export function openBody(box: SecretBox, stored: string, deliveryId: string): string {
-  if (stored.startsWith(COMPRESSED_PREFIX)) return inflateRawSync(box.decryptBytes(stored.slice(COMPRESSED_PREFIX.length), placeOf(deliveryId))).toString('utf8');
+  if (stored.startsWith(COMPRESSED_PREFIX))
+    return inflateRawSync(box.decryptBytes(stored.slice(COMPRESSED_PREFIX.length), placeOf(deliveryId))).toString(
+      'utf8',
+    );
   return box.decrypt(stored, placeOf(deliveryId));
 }

@@ -22,9 +22,12 @@ describe('streakChanges', () => {
         { webhookId: 'w', effect: 'success', at: t(3) },
       ]),
     ).toEqual([{ webhookId: 'w', cleared: true, failingFrom: t(5) }]);
-    expect(streakChanges([{ webhookId: 'w', effect: 'failure', at: t(1) }, { webhookId: 'w', effect: 'success', at: t(2) }])).toEqual([
-      { webhookId: 'w', cleared: true, failingFrom: null },
-    ]);
+    expect(
+      streakChanges([
+        { webhookId: 'w', effect: 'failure', at: t(1) },
+        { webhookId: 'w', effect: 'success', at: t(2) },
+      ]),
+    ).toEqual([{ webhookId: 'w', cleared: true, failingFrom: null }]);
   });
 });
 
@@ -36,8 +39,14 @@ describe('trippedBreakers', () => {
   });
 
   it('counts a streak from this batch when none was stored, or when a success restarted it', () => {
-    expect(trippedBreakers([{ webhookId: 'w', cleared: false, failingFrom: t(10) }], new Map([['w', null]]), t(10), 0)).toEqual(['w']);
-    expect(trippedBreakers([{ webhookId: 'w', cleared: true, failingFrom: t(10) }], new Map([['w', t(0)]]), t(50), 100)).toEqual([]);
-    expect(trippedBreakers([{ webhookId: 'w', cleared: true, failingFrom: null }], new Map([['w', t(0)]]), t(500), 100)).toEqual([]);
+    expect(
+      trippedBreakers([{ webhookId: 'w', cleared: false, failingFrom: t(10) }], new Map([['w', null]]), t(10), 0),
+    ).toEqual(['w']);
+    expect(
+      trippedBreakers([{ webhookId: 'w', cleared: true, failingFrom: t(10) }], new Map([['w', t(0)]]), t(50), 100),
+    ).toEqual([]);
+    expect(
+      trippedBreakers([{ webhookId: 'w', cleared: true, failingFrom: null }], new Map([['w', t(0)]]), t(500), 100),
+    ).toEqual([]);
   });
 });

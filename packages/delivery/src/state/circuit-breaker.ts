@@ -31,7 +31,12 @@ export function streakChanges(effects: readonly AttemptEffect[]): StreakChange[]
  * The webhooks whose failure streak has now lasted CIRCUIT_BREAKER_SECONDS: a streak still running after the
  * batch, started at its stored start (`before`, as it was before the batch) or else in this batch.
  */
-export function trippedBreakers(changes: readonly StreakChange[], before: ReadonlyMap<string, Date | null>, now: Date, breakerSeconds: number): string[] {
+export function trippedBreakers(
+  changes: readonly StreakChange[],
+  before: ReadonlyMap<string, Date | null>,
+  now: Date,
+  breakerSeconds: number,
+): string[] {
   const tripped: string[] = [];
   for (const change of changes) {
     if (change.failingFrom === null) continue;

@@ -28,7 +28,11 @@ export function deliveryError(code: DeliveryErrorCode, detail?: string): string 
   return detail ? `${code}: ${detail}` : code;
 }
 
-const stopped = { paused: 'webhook_paused', disabled: 'webhook_disabled', deleted: 'webhook_deleted' } as const satisfies Record<string, DeliveryErrorCode>;
+const stopped = {
+  paused: 'webhook_paused',
+  disabled: 'webhook_disabled',
+  deleted: 'webhook_deleted',
+} as const satisfies Record<string, DeliveryErrorCode>;
 
 /** The code of a webhook that stopped its deliveries: paused, disabled or deleted. */
 export function stoppedBy<S extends keyof typeof stopped>(status: S): (typeof stopped)[S] {

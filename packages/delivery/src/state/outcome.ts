@@ -107,9 +107,23 @@ export function decideNextState(state: DeliveryState, result: AttemptResult, opt
 
   switch (counted) {
     case 'success':
-      return { status: 'succeeded', cycleAttempts: state.cycleAttempts + 1, nextRetryAt: null, webhookEffect: 'success', throttledStreak, error: null };
+      return {
+        status: 'succeeded',
+        cycleAttempts: state.cycleAttempts + 1,
+        nextRetryAt: null,
+        webhookEffect: 'success',
+        throttledStreak,
+        error: null,
+      };
     case 'gone':
-      return { status: 'failed', cycleAttempts: state.cycleAttempts + 1, nextRetryAt: null, webhookEffect: 'gone', throttledStreak, error: 'gone' };
+      return {
+        status: 'failed',
+        cycleAttempts: state.cycleAttempts + 1,
+        nextRetryAt: null,
+        webhookEffect: 'gone',
+        throttledStreak,
+        error: 'gone',
+      };
     case 'throttled': {
       const floorMs = retryDelayMs(schedule, Math.min(Math.max(state.cycleAttempts + 1, 2), limit), random);
       const askedMs = parseRetryAfter(result.retryAfter, now, retryAfterCapSeconds);
@@ -126,9 +140,17 @@ export function decideNextState(state: DeliveryState, result: AttemptResult, opt
       const cycleAttempts = state.cycleAttempts + 1;
       // The service's own proxy failing says nothing of the endpoint: retried like any failure, blamed on no one.
       // So is the proxy failing a request for the destination's OAuth token (CONTRACT 20).
-      const webhookEffect = result.error === PROXY_ERROR || result.error === `auth_failed: ${PROXY_ERROR}` ? 'neutral' : 'failure';
+      const webhookEffect =
+        result.error === PROXY_ERROR || result.error === `auth_failed: ${PROXY_ERROR}` ? 'neutral' : 'failure';
       if (cycleAttempts >= limit) {
-        return { status: 'failed', cycleAttempts, nextRetryAt: null, webhookEffect, throttledStreak, error: 'attempts_exhausted' };
+        return {
+          status: 'failed',
+          cycleAttempts,
+          nextRetryAt: null,
+          webhookEffect,
+          throttledStreak,
+          error: 'attempts_exhausted',
+        };
       }
       return {
         status: 'retrying',

@@ -8,7 +8,11 @@ export const RETRY_JITTER = 0.2;
  * `random` must return values in [0, 1), like Math.random; the result lies in [0.8·d, 1.2·d], rounded to whole ms.
  * Throws RangeError when attemptNumber is not an integer within 1..schedule.length.
  */
-export function retryDelayMs(schedule: readonly number[], attemptNumber: number, random: () => number = Math.random): number {
+export function retryDelayMs(
+  schedule: readonly number[],
+  attemptNumber: number,
+  random: () => number = Math.random,
+): number {
   if (!Number.isInteger(attemptNumber) || attemptNumber < 1 || attemptNumber > schedule.length) {
     throw new RangeError(`attempt ${attemptNumber} is outside the retry schedule of ${schedule.length} attempts`);
   }

@@ -33,7 +33,11 @@ export type CancelReason = Extract<DeliveryErrorCode, 'webhook_paused' | 'webhoo
  * statement; without a body a delivery is not retryable (CONTRACT 5), so retry answers 409 and recover skips it.
  * The batch buffer stays: its events are not rendered yet and go out rendered for the new receiver.
  */
-export async function cancelQueuedWork(tx: Prisma.TransactionClient, webhookId: string, error: CancelReason): Promise<number> {
+export async function cancelQueuedWork(
+  tx: Prisma.TransactionClient,
+  webhookId: string,
+  error: CancelReason,
+): Promise<number> {
   const originChanged = error === 'url_origin_changed';
   const cancelled = await cancelQueuedDeliveries(tx, webhookId, error, { forgetBodies: originChanged });
   if (!originChanged) await dropBatchItems(tx, webhookId);
@@ -50,7 +54,12 @@ export type ManualStatusOperation = 'enable' | 'disable' | 'pause' | 'resume';
  * `current` itself when the webhook already is where it was asked to go. A change SPEC 3.2 does not allow (resume
  * a disabled webhook, pause a disabled one) is a 409.
  */
-export async function changeStatusManually(tx: Prisma.TransactionClient, current: Webhook, operation: ManualStatusOperation, now: Date): Promise<Webhook> {
+export async function changeStatusManually(
+  tx: Prisma.TransactionClient,
+  current: Webhook,
+  operation: ManualStatusOperation,
+  now: Date,
+): Promise<Webhook> {
   let data: WebhookStatusChange;
   switch (operation) {
     case 'enable':
@@ -67,7 +76,8 @@ export async function changeStatusManually(tx: Prisma.TransactionClient, current
       break;
     case 'pause':
       if (current.status === 'paused') return current;
-      if (current.status === 'disabled') throw new AppError('conflict', 'A disabled webhook cannot be paused; enable it first');
+      if (current.status === 'disabled')
+        throw new AppError('conflict', 'A disabled webhook cannot be paused; enable it first');
       data = { status: 'paused', disabledReason: null };
       break;
   }

@@ -13,12 +13,16 @@ describe('checkTaskWindow (CONTRACT 11)', () => {
   });
 
   it('names since when it is not before until', () => {
-    expect(checkTaskWindow({ since: now, until: now }, now, 30)).toEqual([{ path: 'since', message: 'must be before until' }]);
+    expect(checkTaskWindow({ since: now, until: now }, now, 30)).toEqual([
+      { path: 'since', message: 'must be before until' },
+    ]);
     expect(checkTaskWindow({ since: at(-1000), until: at(-2000) }, now, 30).map((i) => i.path)).toEqual(['since']);
   });
 
   it('names until when it is more than a minute in the future', () => {
-    expect(checkTaskWindow({ since: at(-DAY), until: at(TASK_UNTIL_SLACK_MS + 1) }, now, 30).map((i) => i.path)).toEqual(['until']);
+    expect(
+      checkTaskWindow({ since: at(-DAY), until: at(TASK_UNTIL_SLACK_MS + 1) }, now, 30).map((i) => i.path),
+    ).toEqual(['until']);
   });
 
   it('names since when it is older than the retention', () => {
@@ -54,8 +58,12 @@ describe('pacing by send rate (TASK_SEND_RATE)', () => {
   const idle = { due: 0, buffered: 0 };
 
   it('without a rate, takes the room under the backlog limit, due now', () => {
-    expect(stepLimit({ ...limits, backlog: { due: 15, buffered: 0 }, rate: 0, pacedUntil: null })).toEqual({ items: 5 });
-    expect(stepLimit({ ...limits, backlog: { due: 20, buffered: 0 }, rate: 0, pacedUntil: null })).toEqual({ waitUntil: at(TASK_WAIT_MS) });
+    expect(stepLimit({ ...limits, backlog: { due: 15, buffered: 0 }, rate: 0, pacedUntil: null })).toEqual({
+      items: 5,
+    });
+    expect(stepLimit({ ...limits, backlog: { due: 20, buffered: 0 }, rate: 0, pacedUntil: null })).toEqual({
+      waitUntil: at(TASK_WAIT_MS),
+    });
   });
 
   it('schedules one horizon of sends ahead, at most a page, and waits while more than half of it is scheduled', () => {
@@ -63,7 +71,9 @@ describe('pacing by send rate (TASK_SEND_RATE)', () => {
     expect(stepLimit({ ...limits, backlog: idle, rate: 500, pacedUntil: null })).toEqual({ items: 100 });
     // 400 ms already scheduled: 600 ms of room.
     expect(stepLimit({ ...limits, backlog: idle, rate: 50, pacedUntil: at(400) })).toEqual({ items: 30 });
-    expect(stepLimit({ ...limits, backlog: idle, rate: 50, pacedUntil: at(600) })).toEqual({ waitUntil: at(600 - TASK_PACING_HORIZON_MS / 2) });
+    expect(stepLimit({ ...limits, backlog: idle, rate: 50, pacedUntil: at(600) })).toEqual({
+      waitUntil: at(600 - TASK_PACING_HORIZON_MS / 2),
+    });
   });
 
   it('a clock in the past counts as now: a task that waited does not catch up', () => {
@@ -72,9 +82,20 @@ describe('pacing by send rate (TASK_SEND_RATE)', () => {
   });
 
   it('still waits for a receiver that is behind, whatever the rate', () => {
-    expect(stepLimit({ ...limits, backlog: { due: 20, buffered: 0 }, rate: 50, pacedUntil: null })).toEqual({ waitUntil: at(TASK_WAIT_MS) });
+    expect(stepLimit({ ...limits, backlog: { due: 20, buffered: 0 }, rate: 50, pacedUntil: null })).toEqual({
+      waitUntil: at(TASK_WAIT_MS),
+    });
     // A batching webhook: 100 events a delivery, so 50 deliveries of room are capped by the page.
-    expect(stepLimit({ ...limits, perDelivery: 100, pageSize: 1000, backlog: { due: 0, buffered: 150 }, rate: 5, pacedUntil: null })).toEqual({ items: 500 });
+    expect(
+      stepLimit({
+        ...limits,
+        perDelivery: 100,
+        pageSize: 1000,
+        backlog: { due: 0, buffered: 150 },
+        rate: 5,
+        pacedUntil: null,
+      }),
+    ).toEqual({ items: 500 });
   });
 
   it('spaces sends in chunks of one tick, so no window of W seconds holds more than rate × W + a chunk', () => {
@@ -104,7 +125,13 @@ describe('pacing by send rate (TASK_SEND_RATE)', () => {
   });
 
   it('groups deliveries due together into one job each', () => {
-    expect(slotsOf([{ id: 'a', dueAt: now }, { id: 'b', dueAt: now }, { id: 'c', dueAt: at(50) }])).toEqual([
+    expect(
+      slotsOf([
+        { id: 'a', dueAt: now },
+        { id: 'b', dueAt: now },
+        { id: 'c', dueAt: at(50) },
+      ]),
+    ).toEqual([
       { ids: ['a', 'b'], dueAt: now },
       { ids: ['c'], dueAt: at(50) },
     ]);

@@ -11,7 +11,12 @@ import { TASK_PACING_HORIZON_MS, TASK_SEND_TICK_MS, TASK_WAIT_MS } from '../tuna
  * cap, so a recovery goes at the receiver's own pace and never has more than `maxBacklog` of its jobs ahead of
  * other webhooks' live deliveries. `perDelivery` is how many items make one delivery (max_events when batching).
  */
-export function pageLimit(backlog: { due: number; buffered: number }, perDelivery: number, pageSize: number, maxBacklog: number): number {
+export function pageLimit(
+  backlog: { due: number; buffered: number },
+  perDelivery: number,
+  pageSize: number,
+  maxBacklog: number,
+): number {
   const room = maxBacklog - backlog.due - Math.ceil(backlog.buffered / perDelivery);
   return room <= 0 ? 0 : Math.min(pageSize, room * perDelivery);
 }
@@ -64,10 +69,18 @@ export function nextStepAt(pacedUntil: Date | null, now: Date): Date {
  * rate apart. So in any window of W seconds a task's deliveries fall due at most rate × W + sendChunk(rate)
  * times. Returns each delivery's due time, in order, and the clock after them.
  */
-export function sendSlots(count: number, pacedUntil: Date | null, now: Date, rate: number): { dueAt: Date[]; pacedUntil: Date } {
+export function sendSlots(
+  count: number,
+  pacedUntil: Date | null,
+  now: Date,
+  rate: number,
+): { dueAt: Date[]; pacedUntil: Date } {
   const start = Math.max(now.getTime(), pacedUntil?.getTime() ?? 0);
   const chunk = sendChunk(rate);
-  const dueAt = Array.from({ length: count }, (_, i) => new Date(start + Math.floor((Math.floor(i / chunk) * chunk * 1000) / rate)));
+  const dueAt = Array.from(
+    { length: count },
+    (_, i) => new Date(start + Math.floor((Math.floor(i / chunk) * chunk * 1000) / rate)),
+  );
   return { dueAt, pacedUntil: new Date(start + Math.ceil((count * 1000) / rate)) };
 }
 

@@ -8,10 +8,19 @@ import { isLastPage } from './pacing';
  * Recover: the next page of failed, retryable deliveries of the window get a fresh cycle, as a manual retry does
  * (same delivery id), each due at its send slot.
  */
-export async function recoverPage(tx: Prisma.TransactionClient, task: WebhookTask, limit: number, now: Date, schedule: Scheduler): Promise<Omit<PageResult, 'pacedUntil'>> {
+export async function recoverPage(
+  tx: Prisma.TransactionClient,
+  task: WebhookTask,
+  limit: number,
+  now: Date,
+  schedule: Scheduler,
+): Promise<Omit<PageResult, 'pacedUntil'>> {
   const page = await recoverablePage(tx, task, limit);
   const slots = schedule(page.length);
-  const restarted = await restartDeliveries(tx, page.map((d, i) => ({ id: d.id, dueAt: slots[i]! })));
+  const restarted = await restartDeliveries(
+    tx,
+    page.map((d, i) => ({ id: d.id, dueAt: slots[i]! })),
+  );
   const last = page.at(-1);
   return {
     handled: page.length,

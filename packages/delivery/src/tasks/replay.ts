@@ -36,7 +36,13 @@ export async function replayPage(
   };
   if (events.length === 0) return result;
   // Matched and rendered exactly as live traffic, by the same plan in the render pool as fan-out.
-  const prepared = await render.plan(webhook.orgId, { webhooks: [{ ...webhook, auth: parseStoredWebhookAuth(webhook.auth) }], events, now, filter: 'replay', buffer: false });
+  const prepared = await render.plan(webhook.orgId, {
+    webhooks: [{ ...webhook, auth: parseStoredWebhookAuth(webhook.auth) }],
+    events,
+    now,
+    filter: 'replay',
+    buffer: false,
+  });
   if (prepared.deliveries.length === 0) return result;
   const pending = prepared.deliveries.filter((d) => d.status === 'pending');
   const slots = schedule(pending.length);
@@ -48,6 +54,7 @@ export async function replayPage(
     deliveries: prepared.deliveries.map((d) => ({ ...d, nextRetryAt: dueAt.get(d.id) ?? d.nextRetryAt })),
   });
   result.due = pending.map((d) => ({ id: d.id, dueAt: dueAt.get(d.id)! }));
-  result.disabled = prepared.broken.length > 0 ? await disableWebhookAutomatically(tx, webhook.id, 'template_error') : null;
+  result.disabled =
+    prepared.broken.length > 0 ? await disableWebhookAutomatically(tx, webhook.id, 'template_error') : null;
   return result;
 }

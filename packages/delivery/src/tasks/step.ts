@@ -83,13 +83,27 @@ async function stepClaimed(deps: TaskDeps, task: WebhookTask, now: Date, leaseUn
 
   // The first step counts the window; later pages may find more (a delivery that failed meanwhile) and the final
   // figures are set to what was processed.
-  const total = task.total === null
-    ? task.kind === 'recover' ? await countRecoverable(deps.db, task) : await countReplayable(deps.db, task, webhook.events)
-    : undefined;
+  const total =
+    task.total === null
+      ? task.kind === 'recover'
+        ? await countRecoverable(deps.db, task)
+        : await countReplayable(deps.db, task, webhook.events)
+      : undefined;
 
   const perDelivery = task.kind === 'replay' && batches(webhook) ? webhook.maxEvents : 1;
-  const backlog = await dueBacklog(deps.db, webhook.id, now, { due: deps.maxBacklog, buffered: deps.maxBacklog * perDelivery });
-  const limit = stepLimit({ backlog, perDelivery, pageSize: deps.pageSize, maxBacklog: deps.maxBacklog, rate: deps.sendRate, pacedUntil: task.pacedUntil, now });
+  const backlog = await dueBacklog(deps.db, webhook.id, now, {
+    due: deps.maxBacklog,
+    buffered: deps.maxBacklog * perDelivery,
+  });
+  const limit = stepLimit({
+    backlog,
+    perDelivery,
+    pageSize: deps.pageSize,
+    maxBacklog: deps.maxBacklog,
+    rate: deps.sendRate,
+    pacedUntil: task.pacedUntil,
+    now,
+  });
   if ('waitUntil' in limit) {
     await postponeTask(deps.db, task.id, leaseUntil, limit.waitUntil, total);
     await deps.queues.taskStep(task.id, limit.waitUntil);
@@ -106,11 +120,19 @@ async function stepClaimed(deps: TaskDeps, task: WebhookTask, now: Date, leaseUn
   const result = await deps.db.$transaction(
     async (tx): Promise<PageResult | null> => {
       if (!(await lockLeasedTask(tx, task.id, leaseUntil))) return null;
-      const page = task.kind === 'recover'
-        ? await recoverPage(tx, task, limit.items, now, schedule)
-        : await replayPage(deps.render, tx, task, webhook, limit.items, now, schedule);
+      const page =
+        task.kind === 'recover'
+          ? await recoverPage(tx, task, limit.items, now, schedule)
+          : await replayPage(deps.render, tx, task, webhook, limit.items, now, schedule);
       const nextRunAt = deps.sendRate === 0 ? now : nextStepAt(pacedUntil, now);
-      await advanceTask(tx, task.id, leaseUntil, { handled: page.handled, cursor: page.cursor, done: page.done, nextRunAt, total, pacedUntil });
+      await advanceTask(tx, task.id, leaseUntil, {
+        handled: page.handled,
+        cursor: page.cursor,
+        done: page.done,
+        nextRunAt,
+        total,
+        pacedUntil,
+      });
       return { ...page, pacedUntil };
     },
     { timeout: Math.max(deps.leaseMs - 1000, 5_000), maxWait: 10_000 },

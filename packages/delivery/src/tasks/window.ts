@@ -12,7 +12,10 @@ const DAY_MS = 86_400_000;
 export function checkTaskWindow(window: { since: Date; until: Date }, now: Date, retentionDays: number): FieldIssue[] {
   const issues: FieldIssue[] = [];
   if (window.since.getTime() < now.getTime() - retentionDays * DAY_MS) {
-    issues.push({ path: 'since', message: `must be within the last ${retentionDays} days (delivery history retention)` });
+    issues.push({
+      path: 'since',
+      message: `must be within the last ${retentionDays} days (delivery history retention)`,
+    });
   }
   if (window.until.getTime() > now.getTime() + TASK_UNTIL_SLACK_MS) {
     issues.push({ path: 'until', message: 'must not be more than a minute in the future' });

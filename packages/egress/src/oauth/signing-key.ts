@@ -8,7 +8,12 @@ export type SigningKeyCheck = { ok: true; key: KeyObject; alg: AssertionAlgorith
 /** Smallest and largest RSA modulus accepted for an assertion key, in bits. */
 export const RSA_MODULUS_BITS = { min: 2048, max: 4096 } as const;
 
-const CURVES: Readonly<Record<string, AssertionAlgorithm>> = { prime256v1: 'ES256', 'P-256': 'ES256', secp384r1: 'ES384', 'P-384': 'ES384' };
+const CURVES: Readonly<Record<string, AssertionAlgorithm>> = {
+  prime256v1: 'ES256',
+  'P-256': 'ES256',
+  secp384r1: 'ES384',
+  'P-384': 'ES384',
+};
 
 /**
  * Checks the private key of an OAuth assertion (CONTRACT 20) before it is stored, and opens it for signing: an
@@ -20,13 +25,19 @@ export function inspectSigningKey(pem: string): SigningKeyCheck {
   try {
     key = createPrivateKey({ key: pem, format: 'pem' });
   } catch {
-    return { ok: false, message: 'private_key does not parse as an unencrypted PEM private key (encrypted keys are not supported)' };
+    return {
+      ok: false,
+      message: 'private_key does not parse as an unencrypted PEM private key (encrypted keys are not supported)',
+    };
   }
   const details = key.asymmetricKeyDetails ?? {};
   if (key.asymmetricKeyType === 'rsa') {
     const bits = details.modulusLength ?? 0;
     if (bits < RSA_MODULUS_BITS.min || bits > RSA_MODULUS_BITS.max) {
-      return { ok: false, message: `an RSA private_key must have ${RSA_MODULUS_BITS.min} to ${RSA_MODULUS_BITS.max} bits (this one has ${bits})` };
+      return {
+        ok: false,
+        message: `an RSA private_key must have ${RSA_MODULUS_BITS.min} to ${RSA_MODULUS_BITS.max} bits (this one has ${bits})`,
+      };
     }
     return { ok: true, key, alg: 'RS256' };
   }

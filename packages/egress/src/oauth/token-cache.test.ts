@@ -12,16 +12,31 @@ let client: EgressClient;
 let answer: { expiresIn?: number } | 'fail' = { expiresIn: 100 };
 const exchange: TokenExchange = async (request) => {
   const result = await client.send(request);
-  return { statusCode: result.statusCode, error: result.error, ...(result.headers ? { headers: result.headers } : {}), body: Buffer.from(result.responseSnippet) };
+  return {
+    statusCode: result.statusCode,
+    error: result.error,
+    ...(result.headers ? { headers: result.headers } : {}),
+    body: Buffer.from(result.responseSnippet),
+  };
 };
 
 beforeAll(async () => {
   endpoint = await startReceiver((_request, index) => {
-    if (answer === 'fail') return { status: 400, headers: { 'content-type': 'application/json' }, body: '{"error":"invalid_client"}' };
+    if (answer === 'fail')
+      return { status: 400, headers: { 'content-type': 'application/json' }, body: '{"error":"invalid_client"}' };
     const lifetime = answer.expiresIn === undefined ? {} : { expires_in: answer.expiresIn };
-    return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ access_token: `token-${index}`, token_type: 'Bearer', ...lifetime }) };
+    return {
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ access_token: `token-${index}`, token_type: 'Bearer', ...lifetime }),
+    };
   });
-  client = createEgressClient({ allow: parseCidrList('127.0.0.1/32'), extraCaPem: testCa().pki.caPem, timeoutMs: 2000, userAgent: 'test' });
+  client = createEgressClient({
+    allow: parseCidrList('127.0.0.1/32'),
+    extraCaPem: testCa().pki.caPem,
+    timeoutMs: 2000,
+    userAgent: 'test',
+  });
 });
 afterAll(async () => {
   await client.close();
@@ -32,8 +47,16 @@ let keys = 0;
 function auth(): DestinationAuth {
   keys += 1;
   return {
-    type: 'oauth2_client_credentials', token_url: endpoint.url('/token'), client_id: 'c', credential: 'client_secret', client_auth: 'body',
-    key_id: null, scope: null, audience: null, secret: 's', cacheKey: `webhook-${keys}`,
+    type: 'oauth2_client_credentials',
+    token_url: endpoint.url('/token'),
+    client_id: 'c',
+    credential: 'client_secret',
+    client_auth: 'body',
+    key_id: null,
+    scope: null,
+    audience: null,
+    secret: 's',
+    cacheKey: `webhook-${keys}`,
   };
 }
 
@@ -42,7 +65,8 @@ function clock() {
   return { now: () => at, advance: (seconds: number) => (at += seconds * 1000) };
 }
 
-const tokenOf = (result: Awaited<ReturnType<DestinationTokens['token']>>) => (result.ok ? result.accessToken : `failed: ${result.reason}`);
+const tokenOf = (result: Awaited<ReturnType<DestinationTokens['token']>>) =>
+  result.ok ? result.accessToken : `failed: ${result.reason}`;
 
 beforeEach(() => {
   answer = { expiresIn: 100 };

@@ -63,7 +63,11 @@ export class DestinationTokens {
             const lifetimeMs = (outcome.expiresInSeconds ?? DEFAULT_TOKEN_LIFETIME_S) * 1000;
             const renewBeforeMs = Math.min(TOKEN_RENEW_BEFORE_S * 1000, lifetimeMs / 2);
             // Lifetimes count from when the request left: the answer may have taken a while.
-            this.cache.set(auth.cacheKey, { accessToken: outcome.accessToken, renewAt: started + lifetimeMs - renewBeforeMs, expiresAt: started + lifetimeMs });
+            this.cache.set(auth.cacheKey, {
+              accessToken: outcome.accessToken,
+              renewAt: started + lifetimeMs - renewBeforeMs,
+              expiresAt: started + lifetimeMs,
+            });
           }
           return outcome;
         })

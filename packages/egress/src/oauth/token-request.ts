@@ -22,13 +22,16 @@ const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-b
 
 /** One request to the token endpoint, made by the egress client: its answer, or the transport failure. */
 export interface TokenExchange {
-  (request: { url: string; headers: Record<string, string>; body: string }): Promise<
-    { statusCode: number; error: string | null; headers?: IncomingHttpHeaders; body: Buffer }
-  >;
+  (request: {
+    url: string;
+    headers: Record<string, string>;
+    body: string;
+  }): Promise<{ statusCode: number; error: string | null; headers?: IncomingHttpHeaders; body: Buffer }>;
 }
 
 /** A token endpoint's answer: an access token and its lifetime (null when the server gave none), or why not. */
-export type TokenOutcome = { ok: true; accessToken: string; expiresInSeconds: number | null } | { ok: false; reason: string };
+export type TokenOutcome =
+  { ok: true; accessToken: string; expiresInSeconds: number | null } | { ok: false; reason: string };
 
 // An error code the token endpoint chose is reported as it is when it looks like one (RFC 6749 5.2 codes are
 // printable ASCII); anything else is reported by the HTTP status.
@@ -50,7 +53,12 @@ function toHeaders(headers: IncomingHttpHeaders | undefined): Headers {
 }
 
 /** Signs an assertion with the webhook's key: a fresh `jti`, issued now, valid for ASSERTION_LIFETIME_S. */
-async function signAssertion(key: KeyObject, alg: AssertionAlgorithm, keyId: string | null, claims: Record<string, string>): Promise<string> {
+async function signAssertion(
+  key: KeyObject,
+  alg: AssertionAlgorithm,
+  keyId: string | null,
+  claims: Record<string, string>,
+): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
   return new SignJWT(claims)
     .setProtectedHeader({ alg, typ: 'JWT', ...(keyId ? { kid: keyId } : {}) })
@@ -77,7 +85,10 @@ function clientAuthentication(auth: DestinationAuth & { type: 'oauth2_client_cre
     const { key, alg } = openKey(auth.secret);
     body.set('client_id', client.client_id);
     body.set('client_assertion_type', CLIENT_ASSERTION_TYPE);
-    body.set('client_assertion', await signAssertion(key, alg, auth.key_id, { iss: client.client_id, sub: client.client_id, aud: auth.token_url }));
+    body.set(
+      'client_assertion',
+      await signAssertion(key, alg, auth.key_id, { iss: client.client_id, sub: client.client_id, aud: auth.token_url }),
+    );
   };
 }
 
@@ -92,7 +103,10 @@ const NO_CLIENT_AUTHENTICATION: oauth.ClientAuth = () => undefined;
  */
 export async function requestToken(auth: DestinationAuth, exchange: TokenExchange): Promise<TokenOutcome> {
   let status = 0;
-  const customFetch = async (url: string, init: { body?: unknown; headers?: Record<string, string> }): Promise<Response> => {
+  const customFetch = async (
+    url: string,
+    init: { body?: unknown; headers?: Record<string, string> },
+  ): Promise<Response> => {
     const answer = await exchange({ url, headers: init.headers ?? {}, body: String(init.body ?? '') });
     if (answer.statusCode === 0) throw new TransportFailure(answer.error ?? 'network_error');
     status = answer.statusCode;
@@ -113,10 +127,21 @@ export async function requestToken(auth: DestinationAuth, exchange: TokenExchang
     } else {
       client = { client_id: auth.issuer };
       const { key, alg } = openKey(auth.secret);
-      const claims: Record<string, string> = { iss: auth.issuer, sub: auth.subject ?? auth.issuer, aud: auth.audience ?? auth.token_url };
+      const claims: Record<string, string> = {
+        iss: auth.issuer,
+        sub: auth.subject ?? auth.issuer,
+        aud: auth.audience ?? auth.token_url,
+      };
       if (auth.scope) claims.scope = auth.scope;
       const assertion = await signAssertion(key, alg, auth.key_id, claims);
-      response = await oauth.genericTokenEndpointRequest(as, client, NO_CLIENT_AUTHENTICATION, JWT_BEARER_GRANT, { assertion }, options);
+      response = await oauth.genericTokenEndpointRequest(
+        as,
+        client,
+        NO_CLIENT_AUTHENTICATION,
+        JWT_BEARER_GRANT,
+        { assertion },
+        options,
+      );
     }
     const token = await oauth.processGenericTokenEndpointResponse(as, client, response);
     const expiresIn = typeof token.expires_in === 'number' && token.expires_in > 0 ? token.expires_in : null;
@@ -128,7 +153,8 @@ export async function requestToken(auth: DestinationAuth, exchange: TokenExchang
 
 function failureReason(error: unknown, status: number): string {
   if (error instanceof TransportFailure) return error.code;
-  if (error instanceof oauth.ResponseBodyError) return ERROR_CODE.test(error.error) ? error.error : `http_${error.status}`;
+  if (error instanceof oauth.ResponseBodyError)
+    return ERROR_CODE.test(error.error) ? error.error : `http_${error.status}`;
   if (error instanceof oauth.WWWAuthenticateChallengeError) {
     const code = error.cause.map((challenge) => challenge.parameters.error).find((c) => c !== undefined);
     return code !== undefined && ERROR_CODE.test(code) ? code : `http_${error.status}`;

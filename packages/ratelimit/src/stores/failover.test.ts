@@ -34,7 +34,8 @@ describe('FailoverStore (fail open)', () => {
       // The timed-out script did run once the pause ended: Redis counted it, once.
       const key = counterKey(prefix, orgId, 'r', '');
       const deadline = Date.now() + 5_000;
-      while ((await admin.hget(key, 'u')) === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      while ((await admin.hget(key, 'u')) === null && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
       expect(await admin.hget(key, 'u')).toBe('1');
     } finally {
       await counters.close();
@@ -46,10 +47,24 @@ describe('FailoverStore (fail open)', () => {
 
   it('fails closed when so configured, and asks Redis again after the rest', async () => {
     let clock = 0;
-    const dead = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    const dead = new Redis('redis://127.0.0.1:1', {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+    });
     dead.on('error', () => undefined);
-    const counters = new FailoverStore(new RedisCounterStore(dead, { prefix: 'x', timeoutMs: 100 }), { failMode: 'closed', retryStoreAfterMs: 1_000, now: () => clock });
-    const batch = { orgId: randomUUID(), owners: ['r'], keys: [''], limits: [{ calls: 1, windowMs: 1000, deny: true }], cost: 1 };
+    const counters = new FailoverStore(new RedisCounterStore(dead, { prefix: 'x', timeoutMs: 100 }), {
+      failMode: 'closed',
+      retryStoreAfterMs: 1_000,
+      now: () => clock,
+    });
+    const batch = {
+      orgId: randomUUID(),
+      owners: ['r'],
+      keys: [''],
+      limits: [{ calls: 1, windowMs: 1000, deny: true }],
+      cost: 1,
+    };
     expect(await counters.decide(batch)).toBe('closed');
     // Resting: no promise, no call to Redis.
     expect(counters.decide(batch)).toBe('closed');

@@ -51,16 +51,26 @@ export class FailoverStore {
   }
 
   /** A decision (synchronous with the memory store), or 'closed' when Redis cannot decide and the mode is closed. */
-  decide(batch: CounterBatch): { result: StoreDecision; source: StoreSource } | 'closed' | Promise<{ result: StoreDecision; source: StoreSource } | 'closed'> {
+  decide(
+    batch: CounterBatch,
+  ):
+    | { result: StoreDecision; source: StoreSource }
+    | 'closed'
+    | Promise<{ result: StoreDecision; source: StoreSource } | 'closed'> {
     if (this.store.decide) return { result: this.store.decide(batch), source: this.store.kind };
-    if (this.now() < this.storeDownUntil) return this.fallback ? { result: this.fallback.decide(batch), source: 'fallback' } : 'closed';
+    if (this.now() < this.storeDownUntil)
+      return this.fallback ? { result: this.fallback.decide(batch), source: 'fallback' } : 'closed';
     return this.store.checkAndConsume(batch).then(
       (result) => ({ result, source: 'redis' as const }),
       (error: unknown) => {
         this.storeDownUntil = this.now() + this.retryStoreAfterMs;
-        this.options.logger?.warn({ org_id: batch.orgId, err: (error as Error).message }, `${this.options.subject ?? 'rate limit'} store unreachable; failing ${this.failMode} for ${this.retryStoreAfterMs} ms`);
+        this.options.logger?.warn(
+          { org_id: batch.orgId, err: (error as Error).message },
+          `${this.options.subject ?? 'rate limit'} store unreachable; failing ${this.failMode} for ${this.retryStoreAfterMs} ms`,
+        );
         if (!this.fallback) return 'closed' as const;
-        const result = error instanceof CounterStoreTimeout ? this.fallback.preview(batch) : this.fallback.decide(batch);
+        const result =
+          error instanceof CounterStoreTimeout ? this.fallback.preview(batch) : this.fallback.decide(batch);
         return { result, source: 'fallback' as const };
       },
     );

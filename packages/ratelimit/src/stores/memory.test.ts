@@ -2,7 +2,13 @@ import { MemoryCounterStore } from './memory';
 
 describe('MemoryCounterStore', () => {
   let clock = 0;
-  const batch = (key: string, calls = 2, windowMs = 1000) => ({ orgId: 'org', owners: ['rule'], keys: [key], limits: [{ calls, windowMs, deny: true }], cost: 1 });
+  const batch = (key: string, calls = 2, windowMs = 1000) => ({
+    orgId: 'org',
+    owners: ['rule'],
+    keys: [key],
+    limits: [{ calls, windowMs, deny: true }],
+    cost: 1,
+  });
 
   it('drops counters whose window has ended, and only those', async () => {
     const store = new MemoryCounterStore({ now: () => clock });
@@ -32,7 +38,14 @@ describe('MemoryCounterStore', () => {
 
   it('caps one organisation at maxCountersPerOrg, evicting only its own counters', async () => {
     const store = new MemoryCounterStore({ now: () => 0, maxCountersPerOrg: 100, maxCounters: 150 });
-    const spend = (orgId: string, key: string) => store.decide({ orgId, owners: ['rule'], keys: [key], limits: [{ calls: 1, windowMs: 60_000, deny: true }], cost: 1 });
+    const spend = (orgId: string, key: string) =>
+      store.decide({
+        orgId,
+        owners: ['rule'],
+        keys: [key],
+        limits: [{ calls: 1, windowMs: 60_000, deny: true }],
+        cost: 1,
+      });
     // The victim spends the whole budget of 40 counters.
     for (let i = 0; i < 40; i += 1) expect(spend('victim', `tool-${i}`).allowed).toBe(true);
     // The flooder sends 10,000 distinct tool keys, far past both ceilings.
@@ -50,7 +63,14 @@ describe('MemoryCounterStore', () => {
 
   it('keeps the process ceiling by evicting the adding organisation, even when others fill it', async () => {
     const store = new MemoryCounterStore({ now: () => 0, maxCountersPerOrg: 1_000, maxCounters: 100 });
-    const spend = (orgId: string, key: string) => store.decide({ orgId, owners: ['rule'], keys: [key], limits: [{ calls: 1, windowMs: 60_000, deny: true }], cost: 1 });
+    const spend = (orgId: string, key: string) =>
+      store.decide({
+        orgId,
+        owners: ['rule'],
+        keys: [key],
+        limits: [{ calls: 1, windowMs: 60_000, deny: true }],
+        cost: 1,
+      });
     for (let i = 0; i < 90; i += 1) spend('first', `k-${i}`);
     for (let i = 0; i < 1_000; i += 1) spend('second', `k-${i}`);
     expect(store.sizeOf('first')).toBe(90);

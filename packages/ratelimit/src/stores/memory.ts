@@ -107,7 +107,12 @@ export class MemoryCounterStore implements CounterStore {
         this.total += 1;
         added = true;
       }
-      maps[i]!.set(keys[i]!, { start: write.start, used: write.used, reported: write.reported, expiresAt: write.start + batch.limits[i]!.windowMs });
+      maps[i]!.set(keys[i]!, {
+        start: write.start,
+        used: write.used,
+        reported: write.reported,
+        expiresAt: write.start + batch.limits[i]!.windowMs,
+      });
     }
     if (added) this.bound(org, n);
     return { now, allowed: result.allowed, outcomes: result.outcomes };
@@ -118,7 +123,10 @@ export class MemoryCounterStore implements CounterStore {
   // counters of the call just decided do: with many organisations each below its own ceiling, the process may
   // hold up to one call's counters more than maxCounters.
   private bound(org: OrgCounters, justWritten: number): void {
-    let evict = Math.max(org.size - this.maxCountersPerOrg, Math.min(this.total - this.maxCounters, org.size - justWritten));
+    let evict = Math.max(
+      org.size - this.maxCountersPerOrg,
+      Math.min(this.total - this.maxCounters, org.size - justWritten),
+    );
     while (evict > 0) {
       let largest: Map<string, Entry> | undefined;
       for (const counters of org.owners.values()) if (!largest || counters.size > largest.size) largest = counters;

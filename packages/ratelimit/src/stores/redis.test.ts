@@ -37,11 +37,22 @@ describe('RedisCounterStore', () => {
     for (let step = 0; step < 3_000; step += 1) {
       const chosen = pool.filter(() => rand(2) === 0);
       if (chosen.length === 0) continue;
-      const batch = { orgId, owners: chosen.map((c) => c.owner), keys: chosen.map((c) => c.key), limits: chosen.map((c) => c.limit), cost: 1 + (rand(5) === 0 ? rand(6) : 0) };
+      const batch = {
+        orgId,
+        owners: chosen.map((c) => c.owner),
+        keys: chosen.map((c) => c.key),
+        limits: chosen.map((c) => c.limit),
+        cost: 1 + (rand(5) === 0 ? rand(6) : 0),
+      };
       const [fromRedis, fromMemory] = [await store.checkAndConsume(batch), memory.decide(batch)];
-      const shape = (d: typeof fromRedis) => ({ allowed: d.allowed, outcomes: d.outcomes.map(({ remaining, exceeded, firstExceeded }) => ({ remaining, exceeded, firstExceeded })) });
+      const shape = (d: typeof fromRedis) => ({
+        allowed: d.allowed,
+        outcomes: d.outcomes.map(({ remaining, exceeded, firstExceeded }) => ({ remaining, exceeded, firstExceeded })),
+      });
       if (JSON.stringify(shape(fromRedis)) !== JSON.stringify(shape(fromMemory))) {
-        throw new Error(`step ${step}: redis ${JSON.stringify(shape(fromRedis))} memory ${JSON.stringify(shape(fromMemory))}`);
+        throw new Error(
+          `step ${step}: redis ${JSON.stringify(shape(fromRedis))} memory ${JSON.stringify(shape(fromMemory))}`,
+        );
       }
     }
     await memory.close();
@@ -49,7 +60,16 @@ describe('RedisCounterStore', () => {
 
   it("hash-tags every key by organisation and expires a counter when its window ends, on Redis's clock", async () => {
     const orgId = randomUUID();
-    const decision = await store.checkAndConsume({ orgId, owners: ['r1', 'r2'], keys: ['', 'u'], limits: [{ calls: 3, windowMs: 5000, deny: true }, { calls: 3, windowMs: 60_000, deny: true }], cost: 1 });
+    const decision = await store.checkAndConsume({
+      orgId,
+      owners: ['r1', 'r2'],
+      keys: ['', 'u'],
+      limits: [
+        { calls: 3, windowMs: 5000, deny: true },
+        { calls: 3, windowMs: 60_000, deny: true },
+      ],
+      cost: 1,
+    });
     const [seconds, micros] = await redis.time();
     const serverNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     expect(Math.abs(decision.now - serverNow)).toBeLessThan(1000);
@@ -66,11 +86,20 @@ describe('RedisCounterStore', () => {
     // each connection of the test files running beside this one sends would meet NOSCRIPT, and ioredis sends a lone
     // command again but not one inside a MULTI (BullMQ's), which fails.
     const own = onCluster ? await startRedisCluster({ masters: 3 }) : await startRedisServer();
-    const connection = connectRedis('seeds' in own ? { url: own.seeds[0]!, clusterNodes: own.seeds } : { url: own.url }, { maxRetriesPerRequest: 1 });
+    const connection = connectRedis(
+      'seeds' in own ? { url: own.seeds[0]!, clusterNodes: own.seeds } : { url: own.url },
+      { maxRetriesPerRequest: 1 },
+    );
     connection.on('error', () => undefined);
     try {
       const forgetful = new RedisCounterStore(connection, { prefix, timeoutMs: 2000 });
-      const batch = { orgId: randomUUID(), owners: ['r'], keys: [''], limits: [{ calls: 2, windowMs: 60_000, deny: true }], cost: 1 };
+      const batch = {
+        orgId: randomUUID(),
+        owners: ['r'],
+        keys: [''],
+        limits: [{ calls: 2, windowMs: 60_000, deny: true }],
+        cost: 1,
+      };
       await forgetful.checkAndConsume(batch);
       await onEveryMaster(connection, (node) => node.script('FLUSH'));
       const after = await forgetful.checkAndConsume(batch);
@@ -82,10 +111,22 @@ describe('RedisCounterStore', () => {
   });
 
   it('fails (for the limiter to apply its fail mode) when Redis does not answer in time', async () => {
-    const dead = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    const dead = new Redis('redis://127.0.0.1:1', {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+    });
     dead.on('error', () => undefined);
     const unreachable = new RedisCounterStore(dead, { prefix, timeoutMs: 100 });
-    await expect(unreachable.checkAndConsume({ orgId: randomUUID(), owners: ['r'], keys: ['k'], limits: [{ calls: 1, windowMs: 1000, deny: true }], cost: 1 })).rejects.toThrow();
+    await expect(
+      unreachable.checkAndConsume({
+        orgId: randomUUID(),
+        owners: ['r'],
+        keys: ['k'],
+        limits: [{ calls: 1, windowMs: 1000, deny: true }],
+        cost: 1,
+      }),
+    ).rejects.toThrow();
     dead.disconnect();
   });
 });

@@ -50,7 +50,12 @@ export class RedisCounterStore implements CounterStore {
     const reply = (await this.withinTimeout(this.run(keys, args))) as number[];
     const outcomes: CounterOutcome[] = [];
     for (let i = 2; i < reply.length; i += 4) {
-      outcomes.push({ remaining: reply[i]!, resetAt: reply[i + 1]!, exceeded: reply[i + 2] === 1, firstExceeded: reply[i + 3] === 1 });
+      outcomes.push({
+        remaining: reply[i]!,
+        resetAt: reply[i + 1]!,
+        exceeded: reply[i + 2] === 1,
+        firstExceeded: reply[i + 3] === 1,
+      });
     }
     return { now: reply[0]!, allowed: reply[1] === 1, outcomes };
   }
