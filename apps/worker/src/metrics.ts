@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Pool } from '@gatehook/db/client';
 import { countParkedEvents } from '@gatehook/db/fanout-parking';
 import { registerStatementMetric } from '@gatehook/db/metrics';
@@ -30,6 +30,8 @@ export interface WorkerMetrics {
  */
 export function createWorkerMetrics(pool: Pool): WorkerMetrics {
   const registry = new Registry();
+  // The process's own: CPU, memory, event loop lag and GC, as the API reports them (`gatehook_api_*`).
+  collectDefaultMetrics({ register: registry, prefix: 'gatehook_worker_' });
   let engine: Pick<DeliveryEngine, 'queues' | 'room'> | null = null;
   const deliveries = new Counter({
     name: 'gatehook_deliveries_total',
