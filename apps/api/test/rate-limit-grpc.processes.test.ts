@@ -27,6 +27,9 @@ describe('ShouldRateLimit on two API processes sharing Redis', () => {
       RATE_LIMIT_STORE: 'redis',
       NODE_ENV: 'test',
       API_RATE_LIMIT_PER_SECOND: '0',
+      // What is asserted is the shared count: a Redis check slower than the 250 ms default fails open by design
+      // (counted in its process only; stores/failover.test.ts), which a loaded machine's first calls can reach.
+      RATE_LIMIT_REDIS_TIMEOUT_MS: '5000',
     };
     processes = await Promise.all([startServiceProcess('api', env), startServiceProcess('api', env)]);
     const org = await createTestOrg(db);
