@@ -123,4 +123,23 @@ describe('warmPool', () => {
       await db.$disconnect();
     }
   });
+
+  it('on a database that accepts connections and never answers it gives up within its bound instead of holding the start', async () => {
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+    });
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    const { port } = silent.address() as { port: number };
+    const db = createDb(`postgresql://postgres@127.0.0.1:${port}/none`, { poolSize: 2 });
+    try {
+      expect(await warmPool(db, { timeoutMs: 200 })).toEqual({ connections: 2, warmed: false });
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+      await db.$disconnect().catch(() => undefined);
+    }
+  });
 });

@@ -87,18 +87,24 @@ const WARM_UP = `SELECT (SELECT 1 FROM audit_events WHERE org_id = $1 AND id = $
   (SELECT 1 FROM delivery_attempts WHERE delivery_id = $2 LIMIT 1),
   (SELECT 1 FROM webhooks WHERE id = $1)`;
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+/** Longest a process waits at start for its connections to open and warm. */
+const WARM_UP_TIMEOUT_MS = 5_000;
 
 /**
  * Opens every connection of a client's pool at once and warms each ({@link WARM_UP}), for a process to await before
  * it takes work: a fresh backend spends 5 to 15 ms starting and some 20 ms more on its first statement over the
  * partitioned tables, which would otherwise fall on the first requests after a start. The pool keeps its connections
- * (createDb), so this is paid once per process. Never throws: on a database that cannot be reached or is not
- * migrated yet, it returns `warmed: false` and connections open on demand as usual.
+ * (createDb), so this is paid once per process. Never throws, and never holds the start longer than `timeoutMs`
+ * (5 s): on a database that cannot be reached, is not migrated yet or does not answer in time, it returns
+ * `warmed: false` and connections open on demand as usual.
  */
-export async function warmPool(db: Db): Promise<{ connections: number; warmed: boolean }> {
+export async function warmPool(
+  db: Db,
+  options: { timeoutMs?: number } = {},
+): Promise<{ connections: number; warmed: boolean }> {
   const pool = sqlPool(db);
   const floor = uuidV7Floor(Date.now());
-  const outcomes = await Promise.allSettled(
+  const warming = Promise.allSettled(
     Array.from({ length: pool.options.max }, async () => {
       const client = await pool.connect();
       try {
@@ -107,6 +113,14 @@ export async function warmPool(db: Db): Promise<{ connections: number; warmed: b
         client.release();
       }
     }),
-  );
-  return { connections: pool.totalCount, warmed: outcomes.every((o) => o.status === 'fulfilled') };
+  ).then((outcomes) => outcomes.every((o) => o.status === 'fulfilled'));
+  // A database that accepts connections and never answers must not hold the process's start: past the bound the
+  // process goes on, and the connections still opening join the pool when they can.
+  let timer: NodeJS.Timeout | undefined;
+  const bounded = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), options.timeoutMs ?? WARM_UP_TIMEOUT_MS);
+  });
+  const warmed = await Promise.race([warming, bounded]);
+  clearTimeout(timer);
+  return { connections: pool.totalCount, warmed };
 }
