@@ -12,6 +12,7 @@ import { RenderPool } from '@gatehook/delivery/render/pool';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createApi } from './app';
 import { startGrpcServer, type RunningGrpcServer } from './grpc/server';
+import { warmUpGrpc } from './grpc/warm-up';
 import { startApiKeyCache } from './http/api-keys';
 import { startConfiguredRateLimiter } from './services/rate-limit-check';
 import { loadConfig } from './env';
@@ -64,6 +65,9 @@ async function main(): Promise<RunningService> {
     const tls = config.GRPC_TLS_CERT_FILE
       ? { certChain: readFileSync(config.GRPC_TLS_CERT_FILE), privateKey: readFileSync(config.GRPC_TLS_KEY_FILE) }
       : undefined;
+    // The check path runs a few thousand private calls first, so that gateways never meet it unoptimised.
+    const warmed = await warmUpGrpc({ logger });
+    logger.info(warmed, 'grpc check path warmed');
     grpc = await startGrpcServer({ port: config.GRPC_PORT, tls, keys: apiKeys, check: api.check, logger });
     logger.info({ port: grpc.port, tls: tls !== undefined }, 'grpc listening');
   }
