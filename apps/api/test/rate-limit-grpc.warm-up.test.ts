@@ -1,5 +1,6 @@
 import { createLogger } from '@gatehook/core/logger';
 import { GRPC_WARM_UP, warmUpGrpc } from '@gatehook/api/grpc/warm-up';
+import { warmCheckQueries } from '@gatehook/api/services/rate-limit-check';
 import { createTestOrg, createTestRule, startTestApi, type TestApi } from '@gatehook/testkit/api';
 import { descriptor, rlsClient } from './envoy-rls-client';
 
@@ -49,5 +50,9 @@ describe('the gRPC warm-up', () => {
     } finally {
       rls.close();
     }
+  });
+
+  it("runs the check's key and rule reads at start, for a key and an organisation that do not exist", async () => {
+    await expect(warmCheckQueries(api.db)).resolves.toBe(true);
   });
 });
