@@ -12,8 +12,9 @@ import { RenderPool } from '@gatehook/delivery/render/pool';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
 import { createApi } from './app';
 import { startGrpcServer, type RunningGrpcServer } from './grpc/server';
+import { warmUpGrpc } from './grpc/warm-up';
 import { startApiKeyCache } from './http/api-keys';
-import { startConfiguredRateLimiter } from './services/rate-limit-check';
+import { startConfiguredRateLimiter, warmCheckQueries } from './services/rate-limit-check';
 import { loadConfig } from './env';
 
 /** How long an idle keep-alive connection stays open (above the 60 s idle timeout of common load balancers). */
@@ -45,6 +46,8 @@ async function main(): Promise<RunningService> {
   const [, database] = await Promise.all([render.warm(), warmPool(db)]);
   if (!database.warmed)
     logger.warn('not every database connection could be opened and warmed before taking requests; they open on demand');
+  // The check's key and rule reads have their query plans compiled before the first check needs them.
+  if (!(await warmCheckQueries(db))) logger.warn('the rate limit check reads could not be run before taking requests');
   const api = createApi({
     config,
     db,
@@ -64,6 +67,9 @@ async function main(): Promise<RunningService> {
     const tls = config.GRPC_TLS_CERT_FILE
       ? { certChain: readFileSync(config.GRPC_TLS_CERT_FILE), privateKey: readFileSync(config.GRPC_TLS_KEY_FILE) }
       : undefined;
+    // The check path runs a few thousand private calls first, so that gateways never meet it unoptimised.
+    const warmed = await warmUpGrpc({ logger });
+    logger.info(warmed, 'grpc check path warmed');
     grpc = await startGrpcServer({ port: config.GRPC_PORT, tls, keys: apiKeys, check: api.check, logger });
     logger.info({ port: grpc.port, tls: tls !== undefined }, 'grpc listening');
   }

@@ -231,10 +231,20 @@ function decideAll(check: RateLimitCheck, orgId: string, calls: readonly ToolCal
 }
 
 export interface RateLimitServiceDeps {
-  keys: ApiKeyCache;
+  keys: Pick<ApiKeyCache, 'principalOf'>;
   check: RateLimitCheck;
   logger: Logger;
+  /** Default true: each call runs in a server span. The boot-time warm-up (./warm-up.ts) makes none. */
+  traced?: boolean;
 }
+
+// The handler's body without a span: `end` is not needed.
+const untraced = (
+  _carrier: unknown,
+  _service: string,
+  _method: string,
+  handle: (end: (code: number) => void) => void,
+) => handle(() => undefined);
 
 /** The metadata value of a single-valued text key, as an HTTP header would carry it. */
 function metadataText(call: ServerUnaryCall<unknown, unknown>, key: string): string | undefined {
@@ -247,12 +257,13 @@ function metadataText(call: ServerUnaryCall<unknown, unknown>, key: string): str
  * check_rate_limits), the descriptors validated, then checked in order, in a server span per call.
  */
 export function shouldRateLimitHandler(deps: RateLimitServiceDeps) {
+  const traced = deps.traced === false ? untraced : traceRpc;
   return (
     call: ServerUnaryCall<RateLimitRequest | typeof UNDECODABLE, RateLimitResponse>,
     callback: sendUnaryData<RateLimitResponse>,
   ): void => {
     const trace = { traceparent: metadataText(call, 'traceparent'), tracestate: metadataText(call, 'tracestate') };
-    traceRpc(trace, RLS_SERVICE, RLS_METHOD, (end) => {
+    traced(trace, RLS_SERVICE, RLS_METHOD, (end) => {
       const fail = (error: unknown) => {
         const failure = statusOf(error, deps.logger);
         end(failure.code);

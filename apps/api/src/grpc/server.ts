@@ -39,7 +39,7 @@ const PROTO_DIR = path.join(__dirname, 'proto');
  * Envoy's RateLimitService, loaded from the vendored definitions (./proto). A request that does not decode becomes
  * {@link UNDECODABLE} for the handler to answer INVALID_ARGUMENT (grpc-js would answer INTERNAL).
  */
-function rateLimitServiceDefinition(): ServiceDefinition {
+export function rateLimitServiceDefinition(): ServiceDefinition {
   const loaded = loadSync('envoy/service/ratelimit/v3/rls.proto', {
     includeDirs: [PROTO_DIR],
     keepCase: true,

@@ -22,7 +22,10 @@ export function authenticate(keys: ApiKeyCache, req: IncomingMessage): Principal
 }
 
 /** {@link authenticate} on the value of an `authorization` header or gRPC metadata entry. */
-export function authenticateBearer(keys: ApiKeyCache, header: string | undefined): Principal | Promise<Principal> {
+export function authenticateBearer(
+  keys: Pick<ApiKeyCache, 'principalOf'>,
+  header: string | undefined,
+): Principal | Promise<Principal> {
   const token = BEARER.exec(header ?? '')?.[1];
   if (!token || !looksLikeApiKey(token))
     throw new AppError('unauthorized', 'A valid API key is required (Authorization: Bearer ghk_...)');

@@ -1,0 +1,58 @@
+import { createLogger } from '@gatehook/core/logger';
+import { GRPC_WARM_UP, warmUpGrpc } from '@gatehook/api/grpc/warm-up';
+import { warmCheckQueries } from '@gatehook/api/services/rate-limit-check';
+import { createTestOrg, createTestRule, startTestApi, type TestApi } from '@gatehook/testkit/api';
+import { descriptor, rlsClient } from './envoy-rls-client';
+
+// The boot-time warm-up of the gRPC check path (docs/rate-limits.md "Warm-up at start"): it runs its calls through
+// the real server and check code, and touches nothing of any organisation.
+
+const logger = createLogger({ name: 'warm-up-test', level: 'silent' });
+
+describe('the gRPC warm-up', () => {
+  let api: TestApi;
+
+  beforeAll(async () => {
+    api = await startTestApi({ env: { RATE_LIMIT_STORE: 'redis' }, queues: false, grpc: true });
+  });
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it('answers every call it makes (allowed, denied and refused ones), within its bounds', async () => {
+    const warmed = await warmUpGrpc({ logger, calls: 500 });
+    expect(warmed).toEqual({ calls: 500, failed: 0, ms: expect.any(Number) });
+    expect(GRPC_WARM_UP.maxMs).toBeLessThanOrEqual(5_000);
+  });
+
+  it('stops at its time bound whatever the number of calls', async () => {
+    const warmed = await warmUpGrpc({ logger, calls: Number.MAX_SAFE_INTEGER, maxMs: 300 });
+    expect(warmed.calls).toBeGreaterThan(0);
+    expect(warmed.failed).toBe(0);
+    // The calls in flight at the bound finish, and the server closes.
+    expect(warmed.ms).toBeLessThan(300 + 2_000);
+  });
+
+  it("leaves an organisation's counters and Redis alone", async () => {
+    const org = await createTestOrg(api.db);
+    await createTestRule(api, org, { limit: 5 });
+    const rls = rlsClient(api.grpcPort);
+    try {
+      const before = await rls.check(org.member, { descriptors: [descriptor('github.create_issue')] });
+      expect(before.statuses![0]!.limit_remaining).toBe(4);
+      const keys = await api.redis.keys(`${api.config.REDIS_PREFIX}*`);
+
+      await warmUpGrpc({ logger, calls: 300 });
+
+      expect((await api.redis.keys(`${api.config.REDIS_PREFIX}*`)).sort()).toEqual(keys.sort());
+      const after = await rls.check(org.member, { descriptors: [descriptor('github.create_issue')] });
+      expect(after.statuses![0]!.limit_remaining).toBe(3);
+    } finally {
+      rls.close();
+    }
+  });
+
+  it("runs the check's key and rule reads at start, for a key and an organisation that do not exist", async () => {
+    await expect(warmCheckQueries(api.db)).resolves.toBe(true);
+  });
+});
