@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { ruleScopeSchema, type RateLimitRule } from '@gatehook/core/rate-limit-rule-schema';
 import { TEST_REDIS_URL } from '@gatehook/testkit/env';
+import { waitFor } from '@gatehook/testkit/until';
 import { InvalidationBus } from '@gatehook/cache/invalidation';
 import { announceRulesChanged, RuleCache, type RuleSource } from './rule-cache';
 
@@ -52,10 +53,38 @@ describe('RuleCache', () => {
     clock += 1;
     await cache.rulesOf(ORG);
     expect(state.loads).toBe(2);
+    await waitFor(() => cache.cached(ORG) !== x);
     cache.invalidate(ORG);
     expect(cache.cached(ORG)).toBeUndefined();
     state.rules = [rule('b')];
     expect((await cache.rulesOf(ORG)).map((c) => c.rule.name)).toEqual(['b']);
+  });
+
+  it('past its TTL keeps serving the rules in force while one background reload runs; after a change it waits', async () => {
+    const { state, load } = source();
+    const cache = new RuleCache({ source: load, ttlMs: 10_000, now });
+    const first = await cache.rulesOf(ORG);
+    let open!: () => void;
+    state.gate = new Promise((resolve) => (open = resolve));
+    state.rules = [rule('reloaded')];
+    clock += 10_000;
+    // No check waits on the reload the TTL asks for: the rules in force answer at once, synchronously.
+    expect(cache.cached(ORG)).toBe(first);
+    expect(cache.cached(ORG)).toBe(first);
+    expect(await cache.rulesOf(ORG)).toBe(first);
+    expect(state.loads).toBe(2);
+    open();
+    await waitFor(() => cache.cached(ORG)?.[0]?.rule.name === 'reloaded');
+    expect(state.loads).toBe(2);
+
+    // An announced change is different: the next check waits for the new rules.
+    state.gate = new Promise((resolve) => (open = resolve));
+    state.rules = [rule('changed')];
+    cache.invalidate(ORG);
+    expect(cache.cached(ORG)).toBeUndefined();
+    const next = cache.rulesOf(ORG);
+    open();
+    expect((await next).map((c) => c.rule.name)).toEqual(['changed']);
   });
 
   it('does not cache as fresh a load that raced an invalidation', async () => {

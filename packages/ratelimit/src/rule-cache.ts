@@ -57,8 +57,9 @@ interface Entry {
 /**
  * Compiled rules per organisation, in this process. A rule change anywhere is announced on the `rate-limit-rules`
  * topic of the process's InvalidationBus and marks the organisation's entry stale at once; the next check reloads
- * it. A load racing an invalidation is not cached as fresh (a generation counter tells), and when a reload fails
- * the previous rules stay in force rather than none.
+ * it. Past the TTL alone (the backstop for a lost announcement) the rules in force keep serving while they are
+ * reloaded in the background. A load racing an invalidation is not cached as fresh (a generation counter tells), and
+ * when a reload fails the previous rules stay in force rather than none.
  *
  * Not a ConfigCache (packages/cache): that one forgets an entry when it is invalidated, and this one must keep
  * the previous rules as the fallback while Postgres cannot be read. Entries are bounded by lru-cache all the same.
@@ -79,10 +80,19 @@ export class RuleCache {
     this.entries = new LRUCache<string, Entry>({ max: options.maxOrganisations ?? 100_000 });
   }
 
-  /** The organisation's rules when a fresh copy is cached, without a promise (the hot path's common case). */
+  /**
+   * The organisation's rules when they may be used without a load, without a promise (the hot path's common case):
+   * a fresh copy, or one past its TTL but not invalidated, which keeps serving while one reload runs in the
+   * background (the TTL is the backstop for a lost invalidation, so no check waits on Postgres for it). After an
+   * invalidation there are none until the reload: a rule change applies from the next check on.
+   */
   cached(orgId: string): CompiledRule[] | undefined {
     const entry = this.entries.get(orgId);
-    return entry && this.now() < entry.freshUntil ? entry.rules : undefined;
+    if (!entry) return undefined;
+    if (this.now() < entry.freshUntil) return entry.rules;
+    if (entry.freshUntil === 0) return undefined;
+    if (!this.loading.has(orgId)) this.startLoad(orgId, entry).catch(() => undefined);
+    return entry.rules;
   }
 
   /** The organisation's active rules, compiled. Throws only when they cannot be loaded and none are cached. */
@@ -91,13 +101,7 @@ export class RuleCache {
     if (cached) return cached;
     const failure = this.failures.get(orgId);
     if (failure && this.now() < failure.until) throw failure.error;
-    const entry = this.entries.get(orgId);
-    let load = this.loading.get(orgId);
-    if (!load) {
-      load = this.load(orgId, entry).finally(() => this.loading.delete(orgId));
-      this.loading.set(orgId, load);
-    }
-    return load;
+    return this.loading.get(orgId) ?? this.startLoad(orgId, this.entries.get(orgId));
   }
 
   /** Forgets an organisation's rules: the next check reloads them. */
@@ -122,6 +126,13 @@ export class RuleCache {
       },
       onReset: () => this.invalidateAll(),
     });
+  }
+
+  /** Loads an organisation's rules, once for every caller meanwhile. */
+  private startLoad(orgId: string, previous: Entry | undefined): Promise<CompiledRule[]> {
+    const load = this.load(orgId, previous).finally(() => this.loading.delete(orgId));
+    this.loading.set(orgId, load);
+    return load;
   }
 
   private async load(orgId: string, previous: Entry | undefined): Promise<CompiledRule[]> {
