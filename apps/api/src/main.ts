@@ -68,7 +68,7 @@ async function main(): Promise<RunningService> {
       ? { certChain: readFileSync(config.GRPC_TLS_CERT_FILE), privateKey: readFileSync(config.GRPC_TLS_KEY_FILE) }
       : undefined;
     // The check path runs a few thousand private calls first, so that gateways never meet it unoptimised.
-    const warmed = await warmUpGrpc({ logger });
+    const warmed = await warmUpGrpc({ logger, store: rateLimiting.limiter.store });
     logger.info(warmed, 'grpc check path warmed');
     grpc = await startGrpcServer({ port: config.GRPC_PORT, tls, keys: apiKeys, check: api.check, logger });
     logger.info({ port: grpc.port, tls: tls !== undefined }, 'grpc listening');

@@ -1,11 +1,14 @@
 import { createLogger } from '@gatehook/core/logger';
 import { warmUpGrpc } from '@gatehook/api/grpc/warm-up';
 import { warmCheckQueries } from '@gatehook/api/services/rate-limit-check';
+import type { CounterStore } from '@gatehook/ratelimit/stores/store';
+import { waitFor } from '@gatehook/testkit/until';
 import { createTestOrg, createTestRule, startTestApi, type TestApi } from '@gatehook/testkit/api';
 import { descriptor, rlsClient } from './envoy-rls-client';
 
 // The boot-time warm-up of the gRPC check path (docs/rate-limits.md "Warm-up at start"): it runs its calls through
-// the real server and check code, and touches nothing of any organisation.
+// the real server and check code, counts in the process's store under a private organisation, and touches nothing
+// of any other.
 
 const logger = createLogger({ name: 'warm-up-test', level: 'silent' });
 
@@ -32,20 +35,38 @@ describe('the gRPC warm-up', () => {
     expect(warmed.failed).toBe(0);
   });
 
-  it("leaves an organisation's counters and Redis alone", async () => {
+  it("counts in the process's store under a private organisation whose counters expire, and leaves every other organisation's counters alone", async () => {
     const org = await createTestOrg(api.db);
     await createTestRule(api, org, { limit: 5 });
     const rls = rlsClient(api.grpcPort);
+    const counters = `${api.config.REDIS_PREFIX}:rl:*`;
     try {
       const before = await rls.check(org.member, { descriptors: [descriptor('github.create_issue')] });
       expect(before.statuses![0]!.limit_remaining).toBe(4);
-      const keys = await api.redis.keys(`${api.config.REDIS_PREFIX}*`);
+      const keys = (await api.redis.keys(counters)).sort();
 
-      await warmUpGrpc({ logger, calls: 300 });
+      // The process's Redis store, counted on the way through.
+      const store = api.limiter.store;
+      const organisations = new Set<string>();
+      const counting: CounterStore = {
+        kind: store.kind,
+        checkAndConsume: (batch) => {
+          organisations.add(batch.orgId);
+          return store.checkAndConsume(batch);
+        },
+        close: async () => undefined,
+      };
+      const warmed = await warmUpGrpc({ logger, calls: 300, store: counting });
+      expect(warmed.failed).toBe(0);
+      expect(organisations.size).toBe(1);
+      expect(organisations.has(org.orgId)).toBe(false);
 
-      expect((await api.redis.keys(`${api.config.REDIS_PREFIX}*`)).sort()).toEqual(keys.sort());
       const after = await rls.check(org.member, { descriptors: [descriptor('github.create_issue')] });
       expect(after.statuses![0]!.limit_remaining).toBe(3);
+      // The warm-up's own counters go by themselves (one-second windows); the others are as they were.
+      await waitFor(async () => (await api.redis.keys(counters)).sort().join() === keys.join(), {
+        what: "the warm-up's counters expired",
+      });
     } finally {
       rls.close();
     }

@@ -2,8 +2,10 @@
 // HTTP/2 server, grpc-js, the protobuf codec, the schema, the limiter, the response) in V8's interpreter until each
 // has run often enough to be optimised: its first few thousand calls cost two to three times the CPU of later ones,
 // and at a gateway's steady rate that is seconds of worse tail latency after every deploy. These calls run that
-// path end to end, over loopback HTTP/2, against a server of their own whose organisation, key, rules and counters
-// exist only here: no organisation's counters, rules, metrics, spans or events are touched.
+// path end to end, over loopback HTTP/2, against a server of their own whose organisation, key and rules exist only
+// here. Its counters live in the process's own counter store (so that a Redis store's client, script and, on a
+// cluster, every node's connection are warm too) under that private organisation, with one-second windows: they
+// expire by themselves, and no organisation's counters, rules, metrics, spans or events are touched.
 
 import { randomUUID } from 'node:crypto';
 import { Counter } from 'prom-client';
@@ -14,6 +16,7 @@ import { ruleScopeSchema, type RateLimitRule } from '@gatehook/core/rate-limit-r
 import { RateLimiter } from '@gatehook/ratelimit/limiter';
 import { RuleCache } from '@gatehook/ratelimit/rule-cache';
 import { MemoryCounterStore } from '@gatehook/ratelimit/stores/memory';
+import type { CounterStore } from '@gatehook/ratelimit/stores/store';
 import { rateLimitCheck } from '../services/rate-limit-check';
 import { RLS_DOMAIN, RLS_METHOD } from './rate-limit-service';
 import { rateLimitServiceDefinition, startGrpcServer } from './server';
@@ -31,6 +34,8 @@ export interface GrpcWarmUpOptions {
   calls?: number;
   inFlight?: number;
   maxMs?: number;
+  /** The process's counter store (default: a memory store of the warm-up's own). It is not closed here. */
+  store?: CounterStore;
   logger: Logger;
 }
 
@@ -52,7 +57,8 @@ function warmRule(orgId: string, name: string, fields: Partial<RateLimitRule>): 
     scope: ruleScopeSchema.parse({ type: RLS_DOMAIN }),
     keyBy: ['org'],
     limit: 1_000_000_000,
-    windowSeconds: 3600,
+    // The counters of a private organisation, gone a second after the warm-up's last call.
+    windowSeconds: 1,
     burst: 1_000_000_000,
     action: 'deny',
     createdAt: now,
@@ -63,8 +69,8 @@ function warmRule(orgId: string, name: string, fields: Partial<RateLimitRule>): 
 
 /**
  * Runs {@link GRPC_WARM_UP} ShouldRateLimit calls through the real server and check code, against a private
- * organisation (a random id), key, rule set and memory store on a loopback port that closes afterwards. Calls are
- * allowed, denied and refused (INVALID_ARGUMENT), as a gateway's are.
+ * organisation (a random id), key and rule set, in `store` (the process's counter store), on a loopback port that
+ * closes afterwards. Calls are allowed, denied and refused (INVALID_ARGUMENT), as a gateway's are.
  */
 export async function warmUpGrpc(options: GrpcWarmUpOptions): Promise<GrpcWarmUp> {
   const calls = options.calls ?? GRPC_WARM_UP.calls;
@@ -86,9 +92,10 @@ export async function warmUpGrpc(options: GrpcWarmUpOptions): Promise<GrpcWarmUp
       scope: ruleScopeSchema.parse({ type: RLS_DOMAIN, tool_patterns: ['warm.denied'] }),
     }),
   ];
+  const store = options.store ?? new MemoryCounterStore();
   const limiter = new RateLimiter({
     rules: new RuleCache({ source: async () => rules }),
-    store: new MemoryCounterStore(),
+    store,
   });
   const decisions = new Counter({
     name: 'gatehook_rate_limit_warm_up_decisions_total',
@@ -192,6 +199,7 @@ export async function warmUpGrpc(options: GrpcWarmUpOptions): Promise<GrpcWarmUp
     client.close();
     await server.close();
     await limiter.close();
+    if (store !== options.store) await store.close();
   }
   return { calls: sent, failed, ms: Math.round(performance.now() - started) };
 }
