@@ -58,7 +58,7 @@ describe('the gRPC warm-up', () => {
       };
       const warmed = await warmUpGrpc({ logger, calls: 300, store: counting });
       expect(warmed.failed).toBe(0);
-      expect(organisations.size).toBe(1);
+      expect(organisations.size).toBeGreaterThan(1);
       expect(organisations.has(org.orgId)).toBe(false);
 
       const after = await rls.check(org.member, { descriptors: [descriptor('github.create_issue')] });

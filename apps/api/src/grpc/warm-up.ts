@@ -2,9 +2,9 @@
 // HTTP/2 server, grpc-js, the protobuf codec, the schema, the limiter, the response) in V8's interpreter until each
 // has run often enough to be optimised: its first few thousand calls cost two to three times the CPU of later ones,
 // and at a gateway's steady rate that is seconds of worse tail latency after every deploy. These calls run that
-// path end to end, over loopback HTTP/2, against a server of their own whose organisation, key and rules exist only
+// path end to end, over loopback HTTP/2, against a server of their own whose organisations, keys and rules exist only
 // here. Its counters live in the process's own counter store (so that a Redis store's client, script and, on a
-// cluster, every node's connection are warm too) under that private organisation, with one-second windows: they
+// cluster, every master's connection are warm too) under those private organisations, with one-second windows: they
 // expire by themselves, and no organisation's counters, rules, metrics, spans or events are touched.
 
 import { randomUUID } from 'node:crypto';
@@ -46,6 +46,9 @@ export interface GrpcWarmUp {
   ms: number;
 }
 
+/** Private organisations the calls are spread over (on a Redis Cluster, the slots of their counters). */
+const WARM_ORGANISATIONS = 16;
+
 function warmRule(orgId: string, name: string, fields: Partial<RateLimitRule>): RateLimitRule {
   const now = new Date();
   return {
@@ -67,19 +70,9 @@ function warmRule(orgId: string, name: string, fields: Partial<RateLimitRule>): 
   };
 }
 
-/**
- * Runs {@link GRPC_WARM_UP} ShouldRateLimit calls through the real server and check code, against a private
- * organisation (a random id), key and rule set, in `store` (the process's counter store), on a loopback port that
- * closes afterwards. Calls are allowed, denied and refused (INVALID_ARGUMENT), as a gateway's are.
- */
-export async function warmUpGrpc(options: GrpcWarmUpOptions): Promise<GrpcWarmUp> {
-  const calls = options.calls ?? GRPC_WARM_UP.calls;
-  const inFlight = options.inFlight ?? GRPC_WARM_UP.inFlight;
-  const maxMs = options.maxMs ?? GRPC_WARM_UP.maxMs;
-  const started = performance.now();
-
-  const orgId = randomUUID();
-  const rules = [
+/** A private organisation's rules: three that allow every call, one that denies its second call a second. */
+function warmRules(orgId: string): RateLimitRule[] {
+  return [
     warmRule(orgId, 'ceiling', {}),
     warmRule(orgId, 'per user', { keyBy: ['org', 'user'] }),
     warmRule(orgId, 'per tool', {
@@ -92,9 +85,40 @@ export async function warmUpGrpc(options: GrpcWarmUpOptions): Promise<GrpcWarmUp
       scope: ruleScopeSchema.parse({ type: RLS_DOMAIN, tool_patterns: ['warm.denied'] }),
     }),
   ];
+}
+
+/**
+ * Runs {@link GRPC_WARM_UP} ShouldRateLimit calls through the real server and check code, against private
+ * organisations (random ids), each with its key and rule set, in `store` (the process's counter store), on a loopback port that
+ * closes afterwards. Calls are allowed, denied and refused (INVALID_ARGUMENT), as a gateway's are.
+ */
+export async function warmUpGrpc(options: GrpcWarmUpOptions): Promise<GrpcWarmUp> {
+  const calls = options.calls ?? GRPC_WARM_UP.calls;
+  const inFlight = options.inFlight ?? GRPC_WARM_UP.inFlight;
+  const maxMs = options.maxMs ?? GRPC_WARM_UP.maxMs;
+  const started = performance.now();
+
+  // Several private organisations: each one's counters carry its hash tag, so on a Redis Cluster their keys fall on
+  // different slots and every master's connection is used.
+  const organisations = Array.from({ length: WARM_ORGANISATIONS }, () => {
+    const orgId = randomUUID();
+    const principal: Principal = {
+      keyId: randomUUID(),
+      keyName: 'warm-up',
+      orgId,
+      role: 'member',
+      permissions: ['check_rate_limits'],
+    };
+    const metadata = new Metadata();
+    const key = generateApiKey();
+    metadata.set('authorization', `Bearer ${key}`);
+    return { orgId, key, principal, metadata, rules: warmRules(orgId) };
+  });
+  const byKey = new Map(organisations.map((o) => [o.key, o.principal]));
+  const rulesOf = new Map<string, RateLimitRule[]>(organisations.map((o) => [o.orgId, o.rules]));
   const store = options.store ?? new MemoryCounterStore();
   const limiter = new RateLimiter({
-    rules: new RuleCache({ source: async () => rules }),
+    rules: new RuleCache({ source: async (orgId) => rulesOf.get(orgId) ?? [] }),
     store,
   });
   const decisions = new Counter({
@@ -103,18 +127,10 @@ export async function warmUpGrpc(options: GrpcWarmUpOptions): Promise<GrpcWarmUp
     labelNames: ['outcome', 'source', 'interface'],
     registers: [],
   });
-  const key = generateApiKey();
-  const principal: Principal = {
-    keyId: randomUUID(),
-    keyName: 'warm-up',
-    orgId,
-    role: 'member',
-    permissions: ['check_rate_limits'],
-  };
   const server = await startGrpcServer({
     port: 0,
     host: '127.0.0.1',
-    keys: { principalOf: (token) => (token === key ? principal : null) },
+    keys: { principalOf: (token) => byKey.get(token) ?? null },
     check: rateLimitCheck(limiter, decisions),
     logger: options.logger,
     traced: false,
@@ -175,13 +191,10 @@ export async function warmUpGrpc(options: GrpcWarmUpOptions): Promise<GrpcWarmUp
     [RLS_METHOD](request: Buffer, metadata: Metadata, callback: (error: { code?: number } | null) => void): void;
     close(): void;
   };
-  const metadata = new Metadata();
-  metadata.set('authorization', `Bearer ${key}`);
-
   let sent = 0;
   let failed = 0;
   const deadline = started + maxMs;
-  const send = (request: Buffer) =>
+  const send = (request: Buffer, metadata: Metadata) =>
     new Promise<void>((resolve) =>
       client[RLS_METHOD](request, metadata, (error) => {
         // INVALID_ARGUMENT (3) is what the refused requests are for; anything else failed.
@@ -192,7 +205,10 @@ export async function warmUpGrpc(options: GrpcWarmUpOptions): Promise<GrpcWarmUp
   try {
     await Promise.all(
       Array.from({ length: inFlight }, async () => {
-        while (sent < calls && performance.now() < deadline) await send(requests[sent++ % requests.length]!);
+        while (sent < calls && performance.now() < deadline) {
+          const n = sent++;
+          await send(requests[n % requests.length]!, organisations[n % organisations.length]!.metadata);
+        }
       }),
     );
   } finally {
