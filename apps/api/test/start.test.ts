@@ -27,7 +27,7 @@ describe('pnpm start', () => {
     const child = spawn('pnpm', ['start'], {
       cwd: root,
       detached: true,
-      stdio: ['ignore', 'ignore', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe'],
       env: {
         ...process.env,
         DATABASE_URL: database.url,
@@ -36,10 +36,11 @@ describe('pnpm start', () => {
         PORT: String(apiPort),
         WORKER_PORT: String(workerPort),
         GRPC_PORT: String(grpcPort),
-        LOG_LEVEL: 'warn',
+        LOG_LEVEL: 'info',
       },
     });
-    let stderr = '';
+    let [stdout, stderr] = ['', ''];
+    child.stdout!.on('data', (chunk) => (stdout += chunk));
     child.stderr!.on('data', (chunk) => (stderr += chunk));
     try {
       const deadline = Date.now() + 45_000;
@@ -54,6 +55,13 @@ describe('pnpm start', () => {
         checks: { postgres: 'ok', redis: 'ok' },
       });
       expect(stderr).toMatch(/migrations: \d+ applied, \d+ already applied/);
+      // The gRPC check path was warmed before its port listened (docs/rate-limits.md, "Warm-up at start").
+      const warmed = stdout
+        .split('\n')
+        .filter((line) => line.includes('"grpc check path warmed"'))
+        .map((line) => JSON.parse(line) as { calls: number; failed: number });
+      expect(warmed).toEqual([expect.objectContaining({ failed: 0 })]);
+      expect(warmed[0]!.calls).toBeGreaterThan(0);
     } finally {
       process.kill(-child.pid!, 'SIGTERM');
     }

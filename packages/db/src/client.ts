@@ -1,6 +1,7 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool } from 'pg';
 import { PrismaClient } from './generated/client';
+import { within } from '@gatehook/core/readiness';
 import { uuidV7Floor } from './uuid-v7';
 
 export type Db = PrismaClient;
@@ -116,11 +117,6 @@ export async function warmPool(
   ).then((outcomes) => outcomes.every((o) => o.status === 'fulfilled'));
   // A database that accepts connections and never answers must not hold the process's start: past the bound the
   // process goes on, and the connections still opening join the pool when they can.
-  let timer: NodeJS.Timeout | undefined;
-  const bounded = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), options.timeoutMs ?? WARM_UP_TIMEOUT_MS);
-  });
-  const warmed = await Promise.race([warming, bounded]);
-  clearTimeout(timer);
+  const warmed = await within(warming, options.timeoutMs ?? WARM_UP_TIMEOUT_MS).catch(() => false);
   return { connections: pool.totalCount, warmed };
 }

@@ -138,42 +138,38 @@ export async function warmUpGrpc(options: GrpcWarmUpOptions): Promise<GrpcWarmUp
 
   // The client sends bytes encoded beforehand, so that its own work stays small next to the server's.
   const method = rateLimitServiceDefinition()[RLS_METHOD]! as MethodDefinition<object, unknown>;
-  const encode = (request: object) => method.requestSerialize(request);
+  // A request of descriptors, each given as its entries (key, value pairs) and an optional hits_addend.
+  const encode = (...descriptors: { entries: [string, string][]; hits?: number }[]) =>
+    method.requestSerialize({
+      domain: RLS_DOMAIN,
+      descriptors: descriptors.map(({ entries, hits }) => ({
+        entries: entries.map(([key, value]) => ({ key, value })),
+        ...(hits === undefined ? {} : { hits_addend: { value: hits } }),
+      })),
+    });
   const users = Array.from({ length: 64 }, () => randomUUID());
-  const requests: Buffer[] = users.flatMap((user_id, i) => [
+  const requests: Buffer[] = users.flatMap((user, i) => [
     encode({
-      domain: RLS_DOMAIN,
-      descriptors: [
-        {
-          entries: [
-            { key: 'tool_key', value: 'warm.read' },
-            { key: 'user_id', value: user_id },
-          ],
-        },
+      entries: [
+        ['tool_key', 'warm.read'],
+        ['user_id', user],
       ],
     }),
+    encode(
+      {
+        entries: [
+          ['tool_key', 'other.write'],
+          ['user_id', user],
+          ['group', `g${i % 4}`],
+        ],
+      },
+      { entries: [['tool_key', 'warm.denied']], hits: 1 },
+    ),
+    // Refused: an entry the check does not know (INVALID_ARGUMENT).
     encode({
-      domain: RLS_DOMAIN,
-      descriptors: [
-        {
-          entries: [
-            { key: 'tool_key', value: 'other.write' },
-            { key: 'user_id', value: user_id },
-            { key: 'group', value: `g${i % 4}` },
-          ],
-        },
-        { entries: [{ key: 'tool_key', value: 'warm.denied' }], hits_addend: { value: 1 } },
-      ],
-    }),
-    encode({
-      domain: RLS_DOMAIN,
-      descriptors: [
-        {
-          entries: [
-            { key: 'tool_key', value: 'warm.read' },
-            { key: 'unknown', value: 'x' },
-          ],
-        },
+      entries: [
+        ['tool_key', 'warm.read'],
+        ['unknown', 'x'],
       ],
     }),
   ]);
