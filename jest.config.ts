@@ -38,6 +38,7 @@ export const CLUSTER_SUITES = [
   '<rootDir>/apps/api/test/rate-limit-grpc.processes.test.ts',
   '<rootDir>/apps/api/test/throttling.test.ts',
   '<rootDir>/packages/ratelimit/src/stores/redis.test.ts',
+  '<rootDir>/packages/cache/src/invalidation.nodes.test.ts',
 ];
 
 // Every test runs against the machine's real Postgres and Redis; each test file uses its own organisation ids and

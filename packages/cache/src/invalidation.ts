@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import { within } from '@gatehook/core/readiness';
 
 /** A connection to one Redis or to a cluster (packages/core/src/redis.ts makes them). */
 type Connection = Redis | Cluster;
@@ -8,9 +9,19 @@ export function invalidationChannel(prefix: string, topic: string): string {
   return `${prefix}:invalidate:${topic}`;
 }
 
+/** How long a publish to one node of a cluster may take before that node is left to the cluster's bus. */
+const NODE_PUBLISH_TIMEOUT_MS = 1000;
+
 /**
  * Tells every process that the entries `keys` of `topic` changed, so each drops its cached copy at once. Call it
  * after the change commits. When Redis is unreachable the message is lost; caches then refresh within their TTL.
+ *
+ * Once it resolves, the message is already on the way to every subscriber: Redis writes a published message to its
+ * subscribers' connections before it answers, so a change made through the API is seen by whatever the caller does
+ * next (a rotated secret signs the next event). On a cluster a subscriber sits on any node, and a message published
+ * on another node reaches it only later, through the cluster's bus; so the message is published on every node
+ * (masters and replicas), each subscriber then also gets the bus's copies (dropping an entry twice costs nothing).
+ * A node that does not answer within a second is left to the bus; only when no node took it does this fail.
  */
 export async function publishInvalidation(
   redis: Connection,
@@ -19,7 +30,18 @@ export async function publishInvalidation(
   keys: readonly string[],
 ): Promise<void> {
   if (keys.length === 0) return;
-  await redis.publish(invalidationChannel(prefix, topic), keys.join('\n'));
+  const channel = invalidationChannel(prefix, topic);
+  const message = keys.join('\n');
+  const nodes = 'nodes' in redis ? redis.nodes('all') : [];
+  if (nodes.length === 0) {
+    await redis.publish(channel, message);
+    return;
+  }
+  const published = await Promise.allSettled(
+    nodes.map((node) => within(node.publish(channel, message), NODE_PUBLISH_TIMEOUT_MS)),
+  );
+  const refused = published.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (refused && published.every((r) => r.status === 'rejected')) throw refused.reason;
 }
 
 type Listener = { onKeys(keys: string[]): void; onReset(): void };
