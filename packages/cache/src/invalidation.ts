@@ -20,7 +20,8 @@ const NODE_PUBLISH_TIMEOUT_MS = 1000;
  * subscribers' connections before it answers, so a change made through the API is seen by whatever the caller does
  * next (a rotated secret signs the next event). On a cluster a subscriber sits on any node, and a message published
  * on another node reaches it only later, through the cluster's bus; so the message is published on every node
- * (masters and replicas), each subscriber then also gets the bus's copies (dropping an entry twice costs nothing).
+ * (masters and replicas). Each subscriber then also gets the bus's copies: each drops the entry again and keeps no
+ * load in flight at that moment, a reload or two more per change, never a stale entry.
  * A node that does not answer within a second is left to the bus; only when no node took it does this fail.
  */
 export async function publishInvalidation(
