@@ -32,6 +32,8 @@ describe('the gRPC warm-up', () => {
     // It returns (the calls in flight at the bound finish, and the server closes) long before it could make them all.
     expect(warmed.calls).toBeGreaterThan(0);
     expect(warmed.calls).toBeLessThan(Number.MAX_SAFE_INTEGER);
+    // It stopped because the bound passed (its calls could not run out): no earlier.
+    expect(warmed.ms).toBeGreaterThanOrEqual(300);
     expect(warmed.failed).toBe(0);
   });
 
