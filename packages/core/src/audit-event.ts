@@ -25,6 +25,9 @@ export type AuditEventFields = Omit<AuditEventData, 'resources' | 'context' | 'c
   payload: unknown;
 };
 
+/** What identifies an event and when it happened: its id, its organisation, its `created_at`. */
+export type EventIdentity = Pick<AuditEventData, 'id' | 'org_id' | 'created_at'>;
+
 const asRecord = (value: unknown): Record<string, unknown> =>
   value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 
@@ -34,10 +37,24 @@ const asRecord = (value: unknown): Record<string, unknown> =>
  * the event and a source's extra properties (a row's internal columns) never reach a receiver; a JSON field of
  * the wrong shape becomes empty.
  */
-export function toAuditEventData(fields: AuditEventFields): AuditEventData {
+export function toAuditEventData(fields: AuditEventFields): AuditEventData;
+/**
+ * The same with the event's identity given apart from its other fields (ingestion, a row whose instant needs
+ * formatting), rather than as `{ ...fields, id, org_id, created_at }`: on Node 20, a literal that adds keys after a
+ * spread costs about a microsecond a key, per event.
+ */
+export function toAuditEventData(
+  fields: Omit<AuditEventFields, keyof EventIdentity>,
+  identity: EventIdentity,
+): AuditEventData;
+export function toAuditEventData(
+  fields: Omit<AuditEventFields, keyof EventIdentity> & Partial<EventIdentity>,
+  identity?: EventIdentity,
+): AuditEventData {
+  const own = identity ?? (fields as EventIdentity);
   return {
-    id: fields.id,
-    org_id: fields.org_id,
+    id: own.id,
+    org_id: own.org_id,
     action: fields.action,
     actor_type: fields.actor_type,
     actor_id: fields.actor_id,
@@ -49,6 +66,6 @@ export function toAuditEventData(fields: AuditEventFields): AuditEventData {
     context: asRecord(fields.context),
     changes: Array.isArray(fields.changes) ? fields.changes : [],
     payload: asRecord(fields.payload),
-    created_at: fields.created_at,
+    created_at: own.created_at,
   };
 }

@@ -29,7 +29,8 @@ export async function insertAuditEvents(
   let last: { at: Date; iso: string } | null = null;
   const rows = events.map(({ data, receivedAt, generatedId }) => {
     if (last?.at !== receivedAt) last = { at: receivedAt, iso: receivedAt.toISOString() };
-    return generatedId ? { ...data, received_at: last.iso, generated_id: true } : { ...data, received_at: last.iso };
+    // The added keys go before the spread: after it, Node 20 adds each at about a microsecond (`data` has neither).
+    return generatedId ? { received_at: last.iso, generated_id: true, ...data } : { received_at: last.iso, ...data };
   });
   // insert_audit_events() (prisma/migrations, the initial migration) claims the ids in pending_fanout, then stores
   // those not stored in any partition yet, each step with its own snapshot: audit_events is partitioned by
@@ -66,7 +67,11 @@ export const EVENT_SELECT = `e.id, e.org_id, e.action, e.actor_type, e.actor_id,
 export function toOutboxEvent(row: EventRow): OutboxEvent {
   return {
     receivedAt: new Date(Math.round(row.received_ms)),
-    data: toAuditEventData({ ...row, created_at: new Date(Math.round(row.created_ms)).toISOString() }),
+    data: toAuditEventData(row, {
+      id: row.id,
+      org_id: row.org_id,
+      created_at: new Date(Math.round(row.created_ms)).toISOString(),
+    }),
   };
 }
 

@@ -90,8 +90,7 @@ export async function ingestAuditEvents(
     rows.set(id, {
       receivedAt,
       generatedId,
-      data: toAuditEventData({
-        ...event,
+      data: toAuditEventData(event, {
         id,
         org_id: orgId,
         created_at: event.created_at ? new Date(event.created_at).toISOString() : receivedIso,
