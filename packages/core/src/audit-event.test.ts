@@ -15,7 +15,7 @@ const fields = {
 };
 
 describe('toAuditEventData', () => {
-  it('maps the declared fields in their declared order and drops anything else', () => {
+  it("drops a source's extra properties (the declared order is render/envelope.test.ts's)", () => {
     const data = toAuditEventData({
       ...fields,
       id: 'evt-1',
@@ -23,23 +23,8 @@ describe('toAuditEventData', () => {
       created_at: '2026-01-01T00:00:00.000Z',
       received_ms: 1,
     } as AuditEventFields);
-    expect(Object.keys(data)).toEqual([
-      'id',
-      'org_id',
-      'action',
-      'actor_type',
-      'actor_id',
-      'actor_display_name',
-      'resource_type',
-      'resource_id',
-      'resource_display_name',
-      'resources',
-      'context',
-      'changes',
-      'payload',
-      'created_at',
-    ]);
     expect(data).not.toHaveProperty('received_ms');
+    expect(data).toMatchObject({ id: 'evt-1', org_id: 'org-1', created_at: '2026-01-01T00:00:00.000Z' });
   });
 
   it('takes the identity given apart over any the fields carry, with the same JSON as the one-argument form', () => {
