@@ -2,12 +2,18 @@ import type { Logger } from './logger';
 
 /**
  * Node flags every API and worker process runs with (pnpm start, start:api, start:worker, the apps' own start
- * scripts, the Docker images, and the processes tests and benchmarks start). V8's young generation of 16 MB per
- * semi-space fills every few milliseconds on the hot path (a fan-out of 1,000 events reads, renders and packs a few
- * MB of short-lived strings and rows), and each scavenge copies whatever is still alive; 32 MB halves the scavenges
- * and what survives them, for at most 32 MB more memory per process (bench/HISTORY.md has what it saved).
+ * scripts, the Docker images, and the processes tests and benchmarks start):
+ * - `--max-semi-space-size=32`: V8's young generation of 16 MB per semi-space fills every few milliseconds on the
+ *   hot path (a fan-out of 1,000 events reads, renders and packs a few MB of short-lived strings and rows), and each
+ *   scavenge copies whatever is still alive; 32 MB halves the scavenges and what survives them, for at most 32 MB
+ *   more memory per process;
+ * - `--always-sparkplug`: every function is compiled to V8's baseline machine code on its first call instead of
+ *   being interpreted until it has run often enough. A process that has just started meets its first traffic with
+ *   none of its hot path compiled, and on a small machine the interpreter's slowness is the first second's latency
+ *   (a fresh stack's first figure 3 second: p50 about half); the price is some 25 MB more memory per process.
+ * bench/HISTORY.md has what each saved.
  */
-export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=32'] as const;
+export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=32', '--always-sparkplug'] as const;
 
 /** What a started service hands back: its logger and how to stop it gracefully. */
 export interface RunningService {
