@@ -10,7 +10,8 @@ import type { Logger } from './logger';
  * - `--always-sparkplug`: every function is compiled to V8's baseline machine code on its first call instead of
  *   being interpreted until it has run often enough. A process that has just started meets its first traffic with
  *   none of its hot path compiled, and on a small machine the interpreter's slowness is the first second's latency
- *   (a fresh stack's first figure 3 second: p50 about half); the price is some 25 MB more memory per process.
+ *   (a fresh stack's first figure 3 second: p50 about half); the price is memory: the worker's resident set was
+ *   some 25 MB larger after a figure 3.
  * bench/HISTORY.md has what each saved.
  */
 export const SERVICE_NODE_FLAGS = ['--max-semi-space-size=32', '--always-sparkplug'] as const;
