@@ -196,6 +196,14 @@ function extraNodeFlags(): string[] {
   return (process.env.GATEHOOK_TEST_SERVICE_NODE_FLAGS ?? '').split(/\s+/).filter((flag) => flag !== '');
 }
 
+/**
+ * Longest a service process may take to answer /healthz. An API alone starts in 8 to 17 s on a 2-core machine: it
+ * loads its code through tsx, its render threads each load theirs, its connections open and warm, and its gRPC path
+ * warms for up to GRPC_WARM_UP.maxMs. The chaos suite starts up to six such processes at once beside other suites,
+ * where 30 s was once not enough; a process that cannot start still fails the test, only later.
+ */
+const SERVICE_START_MS = 90_000;
+
 /** Runs apps/<app>/src/main.ts as its own process (tsx), and waits until its /healthz answers. */
 export async function startServiceProcess(app: 'api' | 'worker', env: Record<string, string>): Promise<ServiceProcess> {
   const port = await freePort();
@@ -220,7 +228,7 @@ export async function startServiceProcess(app: 'api' | 'worker', env: Record<str
     },
   );
   const exited = once(child, 'exit');
-  await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 30_000, `${app} process`);
+  await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, SERVICE_START_MS, `${app} process`);
   return {
     port,
     grpcPort,
