@@ -200,7 +200,7 @@ function extraNodeFlags(): string[] {
  * Longest a service process may take to answer /healthz. An API alone starts in 8 to 17 s on a 2-core machine: it
  * loads its code through tsx, its render threads each load theirs, its connections open and warm, and its gRPC path
  * warms for up to GRPC_WARM_UP.maxMs. The chaos suite starts up to six such processes at once beside other suites,
- * where 30 s was once not enough; a process that cannot start still fails the test, only later.
+ * where 30 s was once not enough. A process that exits before it answers fails the wait at once.
  */
 const SERVICE_START_MS = 90_000;
 
@@ -228,7 +228,21 @@ export async function startServiceProcess(app: 'api' | 'worker', env: Record<str
     },
   );
   const exited = once(child, 'exit');
-  await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, SERVICE_START_MS, `${app} process`);
+  // A spawn error rejects `exited`; kill() awaits it, and the wait below reports the exit.
+  exited.catch(() => undefined);
+  await waitFor(
+    async () => {
+      // A process that has exited will never answer: fail at once rather than at the end of the bound.
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`${app} process exited (${child.exitCode ?? child.signalCode}) before answering /healthz`);
+      }
+      return fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (response) => response.ok,
+        () => false,
+      );
+    },
+    { timeoutMs: SERVICE_START_MS, everyMs: 100, what: `${app} process coming up` },
+  );
   return {
     port,
     grpcPort,
