@@ -50,7 +50,10 @@ describe('insertAuditEvents', () => {
       { orgId, id: plain.data.id },
     ]);
 
-    const back = await readEvents(pool, orgId, [tricky.data.id, plain.data.id]);
+    const back = await readEvents(pool, orgId, [
+      { id: tricky.data.id, receivedAt: tricky.receivedAt },
+      { id: plain.data.id, receivedAt: null },
+    ]);
     const byId = new Map(back.map((e) => [e.data.id, e]));
     for (const original of [tricky, plain]) {
       // jsonb does not keep key order; compare as values.
@@ -95,7 +98,30 @@ describe('insertAuditEvents', () => {
     const second = event(orgId);
     const again = await insertAuditEvents(pool, [{ ...first, data: { ...first.data, action: 'changed' } }, second]);
     expect(again).toEqual([{ orgId, id: second.data.id }]);
-    const [stored] = await readEvents(pool, orgId, [first.data.id]);
+    const [stored] = await readEvents(pool, orgId, [{ id: first.data.id, receivedAt: null }]);
     expect(stored?.data.action).toBe('tool.called');
+  });
+});
+
+describe('readEvents', () => {
+  it('reads an event by its received_at, which must be its own, or without one from whichever partition holds it', async () => {
+    const orgId = randomUUID();
+    const [a, b, c] = [event(orgId), event(orgId), event(orgId)];
+    await insertAuditEvents(pool, [a, b, c]);
+    const elsewhen = new Date(a.receivedAt.getTime() + 86_400_000);
+
+    const read = await readEvents(pool, orgId, [
+      { id: a.data.id, receivedAt: a.receivedAt },
+      { id: b.data.id, receivedAt: null },
+      // The lookup is by the partition key: another instant finds nothing, even for a stored id.
+      { id: c.data.id, receivedAt: elsewhen },
+    ]);
+    expect(read.map((e) => e.data.id)).toEqual([a.data.id, b.data.id].sort());
+    expect(read.map((e) => e.receivedAt.toISOString())).toEqual([
+      a.receivedAt.toISOString(),
+      b.receivedAt.toISOString(),
+    ]);
+    expect(await readEvents(pool, randomUUID(), [{ id: a.data.id, receivedAt: a.receivedAt }])).toEqual([]);
+    expect(await readEvents(pool, orgId, [])).toEqual([]);
   });
 });

@@ -94,14 +94,44 @@ export async function readPendingEvents(pool: Pool, orgId: string, ids: readonly
   return rows.map(toOutboxEvent);
 }
 
-/** Events of an organisation by id, ordered by id (a batch's events, whatever their fan-out state). */
-export async function readEvents(pool: Pool, orgId: string, ids: readonly string[]): Promise<OutboxEvent[]> {
+/**
+ * readEvents' statement: $1 the organisation, $2 and $3 the ids with their received_at, $4 the ids without.
+ * Exported for the test of its plan (partitions.test.ts).
+ */
+export const READ_EVENTS = `SELECT ${EVENT_SELECT} FROM (SELECT DISTINCT ON (t.id) t.id, t.received_at FROM unnest($2::uuid[], $3::timestamptz[]) AS t(id, received_at)) AS k
+           -- Equality on the partition key: each lookup is pruned, at run time, to the partition of that instant.
+           CROSS JOIN LATERAL (SELECT * FROM audit_events e WHERE e.org_id = $1 AND e.id = k.id AND e.received_at = k.received_at LIMIT 1) e
+           UNION ALL
+           SELECT ${EVENT_SELECT} FROM (SELECT DISTINCT unnest($4::uuid[]) AS id) AS k
+           CROSS JOIN LATERAL (SELECT * FROM audit_events e WHERE e.org_id = $1 AND e.id = k.id LIMIT 1) e
+           ORDER BY id`;
+
+/** An event's key: its id, and its received_at when known (the partition key of audit_events). */
+export interface EventKey {
+  id: string;
+  receivedAt: Date | null;
+}
+
+/**
+ * Events of an organisation by key, ordered by id (a batch's events, whatever their fan-out state). A key with its
+ * received_at is looked up in its one partition; one without (a batch entry buffered before entries carried it) in
+ * every partition, one index probe each, whose number grows with the history kept.
+ */
+export async function readEvents(pool: Pool, orgId: string, keys: readonly EventKey[]): Promise<OutboxEvent[]> {
+  const timedIds: string[] = [];
+  const timedAt: string[] = [];
+  const untimed: string[] = [];
+  for (const key of keys) {
+    if (key.receivedAt === null) untimed.push(key.id);
+    else {
+      timedIds.push(key.id);
+      timedAt.push(key.receivedAt.toISOString());
+    }
+  }
   const { rows } = await pool.query<EventRow>({
     name: 'read_events',
-    text: `SELECT ${EVENT_SELECT} FROM (SELECT DISTINCT unnest($2::uuid[]) AS id) AS k
-           CROSS JOIN LATERAL (SELECT * FROM audit_events e WHERE e.org_id = $1 AND e.id = k.id LIMIT 1) e
-           ORDER BY e.id`,
-    values: [orgId, ids],
+    text: READ_EVENTS,
+    values: [orgId, timedIds, timedAt, untimed],
   });
   return rows.map(toOutboxEvent);
 }

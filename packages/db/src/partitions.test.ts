@@ -2,7 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { commitFanout } from '@gatehook/db/delivery/create';
 import { applyMigrations } from '@gatehook/db/migrate';
-import { insertAuditEvents, readPendingEvents, type OutboxEvent } from '@gatehook/db/outbox';
+import { readBatchItems } from '@gatehook/db/delivery/batch-buffer';
+import { insertAuditEvents, READ_EVENTS, readEvents, readPendingEvents, type OutboxEvent } from '@gatehook/db/outbox';
 import {
   dropExpiredPartitions,
   ensurePartitions,
@@ -162,6 +163,48 @@ describe('lookups by delivery id', () => {
     } finally {
       client.release();
     }
+  });
+});
+
+describe('reads of events by key', () => {
+  it("read a batch's events by their received_at from their one partition, and without it from every partition", async () => {
+    const yesterday = Date.now() - DAY;
+    const id = randomUUID();
+    await insertAuditEvents(pool, [event(id, new Date(yesterday))]);
+    const ownPartition = partitionName('audit_events', periodStart(yesterday, 'day'));
+    const client = await pool.connect();
+    try {
+      await client.query(`PREPARE read_events_plan(uuid, uuid[], timestamptz[], uuid[]) AS ${READ_EVENTS}`);
+      // Partitions whose index was probed: a pruned subplan shows as never executed.
+      const probed = async (args: string) => {
+        const { rows } = await client.query<{ 'QUERY PLAN': string }>(
+          `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE read_events_plan(${args})`,
+        );
+        return [
+          ...new Set(
+            rows
+              .map((r) => r['QUERY PLAN'])
+              .filter((line) => !line.includes('never executed'))
+              .flatMap((line) => line.match(/audit_events_(?:p\d+|default)/g) ?? []),
+          ),
+        ];
+      };
+      const timed = await probed(
+        `'${org}', ARRAY['${id}']::uuid[], ARRAY['${new Date(yesterday).toISOString()}']::timestamptz[], '{}'::uuid[]`,
+      );
+      expect(timed).toEqual([ownPartition]);
+      // Without it, an id is looked for in partition after partition until found: one that is not there, in all.
+      const untimed = await probed(`'${org}', '{}'::uuid[], '{}'::timestamptz[], ARRAY['${randomUUID()}']::uuid[]`);
+      expect(untimed).toContain(ownPartition);
+      expect(untimed).toContain('audit_events_default');
+      expect(untimed.length).toBe((await listPartitions(pool, 'audit_events')).length + 1);
+      await client.query('DEALLOCATE read_events_plan');
+    } finally {
+      client.release();
+    }
+    expect((await readEvents(pool, org, [{ id, receivedAt: new Date(yesterday) }])).map((e) => e.data.id)).toEqual([
+      id,
+    ]);
   });
 });
 
@@ -328,6 +371,9 @@ describe('partition upkeep and retention', () => {
       deliveries: [],
       batchItems: [{ webhookId: webhook, eventId: inBuffer }],
     });
+    // The buffered entry carries its event's received_at, the key of the event's partition.
+    const buffered = await readBatchItems(pool, webhook, 10);
+    expect(buffered.map((b) => [b.eventId, b.receivedAt?.getTime()])).toEqual([[inBuffer, old]]);
     await pool.query(`UPDATE pending_fanout SET parked_at = now(), attempts = 5 WHERE event_id = $1`, [owed]);
     await pool.query(
       `INSERT INTO deliveries (id, org_id, webhook_id, status, event_ids, event_count, created_at, updated_at) VALUES ($1, $2, $3, 'succeeded', '{}', 0, $4, $4)`,
@@ -351,8 +397,12 @@ describe('partition upkeep and retention', () => {
     );
     expect(rows.map((r) => r.id).sort()).toEqual([owed, inBuffer].sort());
     for (const r of rows) expect(r.part).toBe('audit_events_default');
-    // The parked event is still readable for its release.
+    // The parked event is still readable for its release, and the buffered one for its batch, by the received_at
+    // its entry carries: the lookup goes to the DEFAULT partition now that no partition covers that instant.
     expect((await readPendingEvents(pool, org, [owed])).map((e) => e.data.id)).toEqual([owed]);
+    expect(
+      (await readEvents(pool, org, [{ id: inBuffer, receivedAt: buffered[0]!.receivedAt }])).map((e) => e.data.id),
+    ).toEqual([inBuffer]);
 
     // Swept from the DEFAULT partition once nothing is owed on them any more.
     await pool.query(`DELETE FROM pending_fanout WHERE event_id = $1`, [owed]);

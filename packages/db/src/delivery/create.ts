@@ -68,7 +68,7 @@ export async function commitFanout(
     text: `WITH claimed AS (
              DELETE FROM pending_fanout p USING unnest($2::uuid[]) AS k(id)
              WHERE p.org_id = $1 AND p.event_id = k.id
-             RETURNING p.event_id AS id
+             RETURNING p.event_id AS id, p.received_at
            ), given AS MATERIALIZED (
              -- Materialised, so that each delivery's event id list is parsed once.
              SELECT g.*, g.event_ids_text::uuid[] AS event_ids
@@ -88,12 +88,15 @@ export async function commitFanout(
              FROM x WHERE x.whole
              RETURNING id
            ), b AS (
-             INSERT INTO batch_items (webhook_id, event_id, org_id, created_at)
-             SELECT y.webhook_id, y.event_id, $1, $3 FROM unnest($12::uuid[], $13::uuid[]) AS y(webhook_id, event_id)
-             WHERE y.event_id IN (SELECT id FROM claimed)
+             -- Each entry carries its event's received_at (from the claimed outbox row), so that the flush reads the
+             -- event from its one partition.
+             INSERT INTO batch_items (webhook_id, event_id, org_id, created_at, received_at)
+             SELECT y.webhook_id, y.event_id, $1, $3, c.received_at
+             FROM unnest($12::uuid[], $13::uuid[]) AS y(webhook_id, event_id) JOIN claimed c ON c.id = y.event_id
              UNION ALL
-             SELECT x.webhook_id, e.id, $1, $3 FROM x CROSS JOIN LATERAL unnest(x.event_ids) AS e(id)
-             WHERE NOT x.whole AND e.id IN (SELECT id FROM claimed)
+             SELECT x.webhook_id, e.id, $1, $3, c.received_at
+             FROM x CROSS JOIN LATERAL unnest(x.event_ids) AS e(id) JOIN claimed c ON c.id = e.id
+             WHERE NOT x.whole
              ON CONFLICT DO NOTHING
              RETURNING webhook_id
            )

@@ -58,7 +58,11 @@ export async function flushBatch(
       return { deliveries: total };
     }
     const eventIds = items.map((i) => i.eventId);
-    const events = await readEvents(ctx.pool, orgId, eventIds);
+    const events = await readEvents(
+      ctx.pool,
+      orgId,
+      items.map((i) => ({ id: i.eventId, receivedAt: i.receivedAt })),
+    );
     const prepared = await ctx.render.plan(orgId, {
       webhooks: [webhook.stored],
       events,
