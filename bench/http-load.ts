@@ -2,6 +2,7 @@
 // measures): keep-alive connections, one request in flight per connection, in the shapes of ./load-loop.ts.
 // Input: one JSON document on stdin; output: one JSON line {requests, errors, seconds, perSecond, latenciesMs: {p50,
 // p99, max}}.
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { runLoad, type LoadShape } from './load-loop';
@@ -16,6 +17,11 @@ interface LoadSpec extends LoadShape {
   paths?: string[];
   /** The status a request must answer to count as a success (default 200). */
   expectStatus?: number;
+  /**
+   * A token in the bodies that each request replaces, at every occurrence, with a fresh UUID: events whose ids the
+   * client chose, never the same twice, as a gateway that retries with its own ids sends them.
+   */
+  freshIdToken?: string;
 }
 
 // The spec arrives on stdin: bodies may be larger than one command-line argument may be (128 KiB on Linux).
@@ -26,8 +32,22 @@ let next = 0;
 let nextPath = 0;
 const expected = spec.expectStatus ?? 200;
 
+// Each body cut at its tokens once, so that a request joins its parts with fresh ids.
+const bodyParts = spec.freshIdToken ? spec.bodies?.map((body) => body.split(spec.freshIdToken!)) : undefined;
+
+function withFreshIds(parts: string[]): string {
+  let body = parts[0]!;
+  for (let i = 1; i < parts.length; i++) body += randomUUID() + parts[i]!;
+  return body;
+}
+
 function send(): Promise<number> {
-  const body = spec.bodies ? spec.bodies[next++ % spec.bodies.length]! : undefined;
+  const index = next++;
+  const body = bodyParts
+    ? withFreshIds(bodyParts[index % bodyParts.length]!)
+    : spec.bodies
+      ? spec.bodies[index % spec.bodies.length]!
+      : undefined;
   const requestPath = spec.paths ? spec.paths[nextPath++ % spec.paths.length]! : url.pathname;
   return new Promise((resolve, reject) => {
     const req = http.request(

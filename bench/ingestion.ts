@@ -1,14 +1,20 @@
 // Ingestion alone: POST /audit-events for an organisation with no webhook (the worker still fans every event
 // out, to nobody), driven by bench/http-load.ts in a process of its own so the load never shares an event loop
-// with the API. Two shapes, as a gateway sends them:
-//  - 100-event requests from 8 clients: events/s and p99, next to the same multi-row INSERT (the outbox's own
-//    statement, packages/db/src/outbox.ts) issued straight to Postgres by 2 callers (the API's group commit keeps
-//    2 statements in flight; more concurrent inserters slow each other down on a small machine), without HTTP, auth
-//    or validation: the storage floor of the same work;
-//  - single-event requests from 32 clients: requests/s and p99, next to GET /healthz from 32 clients.
+// with the API. Shapes, as gateways send them:
+//  - 100-event requests from 8 clients whose events carry ids the client chose (fresh for each request, as a gateway
+//    that retries with its own ids sends them, and as ../shared/perf sends them): events/s and p99, next to the same
+//    multi-row INSERT (the outbox's own statement, packages/db/src/outbox.ts) issued straight to Postgres by 2
+//    callers (the API's group commit keeps 2 statements in flight; more concurrent inserters slow each other down on
+//    a small machine), without HTTP, auth or validation: the storage floor of the same work;
+//  - the same requests without ids (the API generates them, and looks for none in the stored partitions), named so;
+//  - single-event requests from 32 clients: requests/s and p99, next to GET /healthz from 32 clients;
+//  - the first shape again once the database holds a month of history (30 past day partitions of HISTORY_EVENTS
+//    events each, as the default retention keeps): a chosen id is looked for in every partition
+//    (docs/database.md, "Idempotent ingestion across partitions"), so this is what a deployment a month old gets.
 import { randomUUID } from 'node:crypto';
 import { createDb, sqlPool } from '@gatehook/db/client';
 import { insertAuditEvents, type OutboxEvent } from '@gatehook/db/outbox';
+import { ensurePartitions } from '@gatehook/db/partitions';
 import { EVENT, figure, ms, withRig } from './delivery';
 import type { Figure } from './measure';
 import { load } from './ratelimit';
@@ -21,6 +27,33 @@ const BATCH_CLIENTS = 8;
  */
 const INSERT_CALLERS = 2;
 const SINGLE_CLIENTS = 32;
+/** Past day partitions of the month of history, and the events each holds (under organisations of their own). */
+const HISTORY_DAYS = 30;
+const HISTORY_EVENTS = 100_000;
+const DAY_MS = 86_400_000;
+/** Replaced by the load generator with a fresh UUID in each request (bench/http-load.ts). */
+const FRESH_ID = 'FRESH-ID';
+
+/** Fills the 30 days before today with partitions of HISTORY_EVENTS events each, as a month of retention holds. */
+async function addMonthOfHistory(databaseUrl: string): Promise<void> {
+  const db = createDb(databaseUrl, { poolSize: 1 });
+  const pool = sqlPool(db);
+  try {
+    const start = new Date(Date.now() - HISTORY_DAYS * DAY_MS);
+    await ensurePartitions(pool, start, { width: 'day', aheadMs: HISTORY_DAYS * DAY_MS });
+    await pool.query(
+      `INSERT INTO audit_events (org_id, id, action, actor_type, created_at, received_at)
+       SELECT ('00000000-0000-4000-8000-' || lpad((g % 50)::text, 12, '0'))::uuid, gen_random_uuid(), 'tag.created',
+         'user', t, t
+       FROM generate_series(0, $1::int * $2::int - 1) AS g,
+         LATERAL (SELECT date_trunc('day', now()) - (1 + g % $1::int) * interval '1 day' + (g / $1::int % 86400) * interval '1 second' AS t) AS at`,
+      [HISTORY_DAYS, HISTORY_EVENTS],
+    );
+    await pool.query('ANALYZE audit_events');
+  } finally {
+    await db.$disconnect();
+  }
+}
 
 async function waitUntilAsync(done: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
@@ -67,6 +100,8 @@ export async function ingestionFigures(seconds: number): Promise<Figure[]> {
     const org = await rig.org();
     const headers = { authorization: `Bearer ${org.key}`, 'content-type': 'application/json' };
     const body = (count: number) => JSON.stringify({ events: Array.from({ length: count }, () => EVENT) });
+    const withIds = (count: number) =>
+      JSON.stringify({ events: Array.from({ length: count }, () => ({ id: FRESH_ID, ...EVENT })) });
     const spec = {
       url: `${rig.api}/audit-events`,
       method: 'POST',
@@ -79,7 +114,17 @@ export async function ingestionFigures(seconds: number): Promise<Figure[]> {
 
     // Each phase starts once the worker has fanned out everything before it, so that it measures itself alone.
     const drained = () => waitUntilAsync(async () => (await rig.db.pendingFanout.count()) === 0, 120_000);
-    const batched = await load({ ...spec, bodies: [body(BATCH)], concurrency: BATCH_CLIENTS });
+    // 100-event requests from BATCH_CLIENTS clients, every event with a fresh id of the client's.
+    const withChosenIds = () =>
+      load({
+        ...spec,
+        bodies: [withIds(BATCH)],
+        freshIdToken: FRESH_ID,
+        concurrency: BATCH_CLIENTS,
+      });
+    const batched = await withChosenIds();
+    await drained();
+    const generated = await load({ ...spec, bodies: [body(BATCH)], concurrency: BATCH_CLIENTS });
     await drained();
     // The reference's rows go in under an organisation of their own and are marked fanned out at once: they are
     // not the worker's work.
@@ -98,14 +143,31 @@ export async function ingestionFigures(seconds: number): Promise<Figure[]> {
       seconds,
       warmupSeconds: 1,
     });
+    await addMonthOfHistory(rig.databaseUrl);
+    const aged = await withChosenIds();
+    await drained();
 
     return [
       figure(
-        `ingestion events/s, ${BATCH}-event POST /audit-events from ${BATCH_CLIENTS} clients, no webhook (bar: 20,000)`,
+        `ingestion events/s, ${BATCH}-event POST /audit-events from ${BATCH_CLIENTS} clients, ids chosen by the client, no webhook (bar: 20,000)`,
         batched.perSecond * BATCH,
         'events/s',
         `the outbox's multi-row INSERT of ${BATCH} events straight to Postgres from ${INSERT_CALLERS} callers`,
         bare,
+      ),
+      figure(
+        `ingestion events/s, the same requests without ids (the service generates them)`,
+        generated.perSecond * BATCH,
+        'events/s',
+        'the same requests with ids chosen by the client',
+        batched.perSecond * BATCH,
+      ),
+      figure(
+        `ingestion events/s, the same requests with ids chosen by the client, on a month of history (${HISTORY_DAYS} day partitions of ${HISTORY_EVENTS.toLocaleString('en-US')} events)`,
+        aged.perSecond * BATCH,
+        'events/s',
+        'the same requests on the fresh database',
+        batched.perSecond * BATCH,
       ),
       figure(
         `ingestion p99, ${BATCH}-event requests from ${BATCH_CLIENTS} clients (lower is better)`,
