@@ -40,7 +40,12 @@ async function addMonthOfHistory(databaseUrl: string): Promise<void> {
   const pool = sqlPool(db);
   try {
     const start = new Date(Date.now() - HISTORY_DAYS * DAY_MS);
-    await ensurePartitions(pool, start, { width: 'day', aheadMs: HISTORY_DAYS * DAY_MS });
+    // Null while the worker's own upkeep holds the lock: the partitions are made once it lets go.
+    const ensure = () => ensurePartitions(pool, start, { width: 'day', aheadMs: HISTORY_DAYS * DAY_MS });
+    for (let tries = 1; (await ensure()) === null; tries++) {
+      if (tries === 100) throw new Error('partition upkeep lock not free within 10 s');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     await pool.query(
       `INSERT INTO audit_events (org_id, id, action, actor_type, created_at, received_at)
        SELECT ('00000000-0000-4000-8000-' || lpad((g % 50)::text, 12, '0'))::uuid, gen_random_uuid(), 'tag.created',
