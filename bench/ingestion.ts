@@ -104,9 +104,8 @@ export async function ingestionFigures(seconds: number): Promise<Figure[]> {
     await rig.startWorker();
     const org = await rig.org();
     const headers = { authorization: `Bearer ${org.key}`, 'content-type': 'application/json' };
-    const body = (count: number) => JSON.stringify({ events: Array.from({ length: count }, () => EVENT) });
-    const withIds = (count: number) =>
-      JSON.stringify({ events: Array.from({ length: count }, () => ({ id: FRESH_ID, ...EVENT })) });
+    const body = (count: number, event: object = EVENT) =>
+      JSON.stringify({ events: Array.from({ length: count }, () => event) });
     const spec = {
       url: `${rig.api}/audit-events`,
       method: 'POST',
@@ -123,7 +122,7 @@ export async function ingestionFigures(seconds: number): Promise<Figure[]> {
     const withChosenIds = () =>
       load({
         ...spec,
-        bodies: [withIds(BATCH)],
+        bodies: [body(BATCH, { id: FRESH_ID, ...EVENT })],
         freshIdToken: FRESH_ID,
         concurrency: BATCH_CLIENTS,
       });
