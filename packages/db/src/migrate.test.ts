@@ -5,6 +5,7 @@ import path from 'node:path';
 import { getDMMF } from '@prisma/internals';
 import { Client } from 'pg';
 import { applyMigrations, MigrationChangedError, MIGRATIONS_DIR } from '@gatehook/db/migrate';
+import { dropDatabase } from '@gatehook/testkit/database';
 
 const SERVER = process.env.TEST_PG_SERVER ?? 'postgresql://postgres@127.0.0.1:5432';
 const dbName = `gatehook_migrate_${randomBytes(4).toString('hex')}`;
@@ -43,12 +44,7 @@ async function query<T extends Record<string, unknown>>(sql: string, params: unk
   }
 }
 
-afterAll(async () => {
-  const admin = new Client({ connectionString: `${SERVER}/postgres` });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
-  await admin.end();
-});
+afterAll(() => dropDatabase(databaseUrl));
 
 describe('applyMigrations', () => {
   it('creates the database, applies every migration once, and records them as Prisma does', async () => {

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { commitFanout } from '@gatehook/db/delivery/create';
 import { applyMigrations } from '@gatehook/db/migrate';
+import { dropDatabase } from '@gatehook/testkit/database';
 import { readBatchItems } from '@gatehook/db/delivery/batch-buffer';
 import { insertAuditEvents, READ_EVENTS, readEvents, readPendingEvents, type OutboxEvent } from '@gatehook/db/outbox';
 import {
@@ -33,10 +34,7 @@ let pool: Pool;
 
 afterAll(async () => {
   await pool?.end();
-  const admin = new Client({ connectionString: `${SERVER}/postgres` });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
-  await admin.end();
+  await dropDatabase(databaseUrl);
 });
 
 describe('partition arithmetic', () => {
