@@ -291,7 +291,7 @@ export async function withRig<T>(use: (rig: Rig) => Promise<T>, redisKind: RigRe
       encryptionKey: env.GATEHOOK_ENCRYPTION_KEY,
       async org() {
         const orgId = randomUUID();
-        const { key } = await issueApiKey(db, { orgId, name: 'bench', role: 'admin', permissions: [] });
+        const { key } = await issueApiKey(sqlPool(db), { orgId, name: 'bench', role: 'admin', permissions: [] });
         return {
           orgId,
           key,

@@ -16,7 +16,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { checkRequestSchema, ruleScopeSchema, type RateLimitRule } from '@gatehook/core/rate-limit-rule-schema';
 import { issueApiKey } from '@gatehook/db/api-keys';
-import { createDb } from '@gatehook/db/client';
+import { createDb, sqlPool } from '@gatehook/db/client';
 import { RateLimiter } from '@gatehook/ratelimit/limiter';
 import { RuleCache } from '@gatehook/ratelimit/rule-cache';
 import { MemoryCounterStore } from '@gatehook/ratelimit/stores/memory';
@@ -197,7 +197,7 @@ async function httpFigures(seconds: number, store: 'memory' | 'redis'): Promise<
     LOG_LEVEL: 'warn',
   });
   try {
-    const { key } = await issueApiKey(db, { orgId: ORG, name: 'bench', role: 'admin', permissions: [] });
+    const { key } = await issueApiKey(sqlPool(db), { orgId: ORG, name: 'bench', role: 'admin', permissions: [] });
     const base = `http://127.0.0.1:${api.port}`;
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     for (const r of RULES) {
@@ -319,7 +319,7 @@ export async function grpcRateLimitFigures(seconds: number): Promise<Figure[]> {
       ten: Array.from({ length: 10 }, (_, i) => rule(`per user ${i + 1}`, { keyBy: ['org', 'user'] })),
     };
     for (const name of Object.keys(orgs) as (keyof typeof orgs)[]) {
-      keys[name] = (await issueApiKey(db, { orgId: orgs[name], name: 'bench', role: 'admin', permissions: [] })).key;
+      keys[name] = (await issueApiKey(sqlPool(db), { orgId: orgs[name], name: 'bench', role: 'admin', permissions: [] })).key;
       for (const r of rulesOf[name]) {
         const body = {
           name: r.name,

@@ -1,15 +1,12 @@
-import { connectRedis, redisTarget } from '@gatehook/core/redis';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import type { Config } from '@gatehook/core/config';
-import { within } from '@gatehook/core/readiness';
 import { parsePermissions, ROLES } from '@gatehook/core/api-keys';
-import { issueApiKey, revokeApiKey } from '@gatehook/db/api-keys';
-import { createDb } from '@gatehook/db/client';
-import { applyMigrations } from '@gatehook/db/migrate';
 import { loadCommandConfig } from './env';
-import { announceApiKeyChange } from './http/api-keys';
-import { startListener } from './listen';
+
+// Each command loads what it uses when it runs (`await import`): `keys create` does not load the development
+// receiver's TLS and signature code or Redis's client, and needs no Prisma client (README, "API keys"), so a script
+// or a provisioning job that issues keys one process at a time pays little CPU per key.
 
 const USAGE = `usage:
   gatehook keys create --org <uuid> --name <text> --role admin|member [--permissions a,b]
@@ -34,6 +31,11 @@ const createOptions = z.object({
  * either way: when Redis cannot be reached, processes stop accepting the key within API_KEY_CACHE_TTL_MS.
  */
 async function announceRevocation(config: Config, keyHash: string): Promise<void> {
+  const [{ connectRedis, redisTarget }, { within }, { announceApiKeyChange }] = await Promise.all([
+    import('@gatehook/core/redis'),
+    import('@gatehook/core/readiness'),
+    import('./http/api-keys'),
+  ]);
   const redis = connectRedis(redisTarget(config), {
     lazyConnect: true,
     maxRetriesPerRequest: 0,
@@ -75,6 +77,7 @@ async function listen(args: string[]): Promise<undefined> {
   });
   const parsed = listenOptions.safeParse(values);
   if (!parsed.success) throw new UsageError(`${parsed.error.issues.map((i) => i.message).join('; ')}\n${USAGE}`);
+  const { startListener } = await import('./listen');
   let listener;
   try {
     listener = await startListener({
@@ -109,6 +112,7 @@ async function run(argv: string[]): Promise<string | undefined> {
   // The receiver needs neither the database nor the service's configuration.
   if (group === 'listen') return listen(argv.slice(1));
   const config = loadCommandConfig();
+  const { applyMigrations } = await import('@gatehook/db/migrate');
   if (group === 'db' && command === 'migrate') {
     const result = await applyMigrations(config.DATABASE_URL);
     return JSON.stringify({ applied: result.applied, already_applied: result.alreadyApplied.length });
@@ -117,7 +121,10 @@ async function run(argv: string[]): Promise<string | undefined> {
 
   // Keys need the tables; applying pending migrations first makes the CLI work on a fresh database.
   await applyMigrations(config.DATABASE_URL);
-  const db = createDb(config.DATABASE_URL, { poolSize: 2 });
+  const [{ Pool }, { issueApiKey, revokeApiKey }] = await Promise.all([import('pg'), import('@gatehook/db/api-keys')]);
+  // One statement per command: one connection, no Prisma client.
+  const sql = new Pool({ connectionString: config.DATABASE_URL, max: 1 });
+  sql.on('error', () => undefined);
   try {
     if (command === 'create') {
       const { values } = parseArgs({
@@ -139,7 +146,7 @@ async function run(argv: string[]): Promise<string | undefined> {
       } catch (error) {
         throw new UsageError((error as Error).message);
       }
-      const issued = await issueApiKey(db, {
+      const issued = await issueApiKey(sql, {
         orgId: parsed.data.org,
         name: parsed.data.name,
         role: parsed.data.role,
@@ -150,12 +157,12 @@ async function run(argv: string[]): Promise<string | undefined> {
     const id = rest[0];
     if (!id || rest.length !== 1 || !z.uuid().safeParse(id).success)
       throw new UsageError(`revoke takes one key id (uuid)\n${USAGE}`);
-    const revoked = await revokeApiKey(db, id);
+    const revoked = await revokeApiKey(sql, id);
     if (!revoked) throw new UsageError(`no API key with id ${id}`);
     await announceRevocation(config, revoked.keyHash);
     return JSON.stringify({ id, revoked: true });
   } finally {
-    await db.$disconnect();
+    await sql.end();
   }
 }
 

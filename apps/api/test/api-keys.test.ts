@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { announceApiKeyChange } from '@gatehook/api/http/api-keys';
 import { revokeApiKey } from '@gatehook/db/api-keys';
-import { createDb } from '@gatehook/db/client';
+import { createDb, sqlPool } from '@gatehook/db/client';
 import { createTestOrg } from '@gatehook/testkit/api';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '@gatehook/testkit/env';
 import { startServiceProcess, type ServiceProcess } from '@gatehook/testkit/processes';
@@ -46,7 +46,7 @@ describe('API key cache across two API processes', () => {
       expect(await status(p, other.admin)).toBe(200);
     }
     const [row] = await db.apiKey.findMany({ where: { orgId: org.orgId, role: 'admin' } });
-    const revoked = await revokeApiKey(db, row!.id);
+    const revoked = await revokeApiKey(sqlPool(db), row!.id);
     const announced = Date.now();
     await announceApiKeyChange(redis, prefix, [revoked!.keyHash]);
 
@@ -71,7 +71,7 @@ describe('API key cache across two API processes', () => {
     // Revoked in Postgres without an announcement: the cached principal still answers (until the TTL backstop),
     // which shows the cache is what serves the request.
     const [row] = await db.apiKey.findMany({ where: { orgId: org.orgId, role: 'admin' } });
-    await revokeApiKey(db, row!.id);
+    await revokeApiKey(sqlPool(db), row!.id);
     expect(await status(processes[0]!, org.admin)).toBe(200);
     // A process that never saw the key asks Postgres and refuses it.
     expect(await status(processes[1]!, org.admin)).toBe(401);

@@ -76,6 +76,19 @@ describe('pnpm --silent gatehook keys', () => {
     expect(status).toBe(401);
   }, 60_000);
 
+  it('revokes a key once: a second revocation succeeds and keeps the first instant', async () => {
+    const org = randomUUID();
+    const issued = JSON.parse(
+      (await gatehook('keys', 'create', '--org', org, '--name', 'r', '--role', 'admin')).stdout,
+    );
+    expect((await gatehook('keys', 'revoke', issued.id)).code).toBe(0);
+    const first = await api.db.apiKey.findUniqueOrThrow({ where: { id: issued.id } });
+    expect(first.revokedAt).not.toBeNull();
+    expect((await gatehook('keys', 'revoke', issued.id)).code).toBe(0);
+    const second = await api.db.apiKey.findUniqueOrThrow({ where: { id: issued.id } });
+    expect(second.revokedAt).toEqual(first.revokedAt);
+  }, 60_000);
+
   it('creates an admin key for an existing organisation', async () => {
     const org = randomUUID();
     const first = JSON.parse(
@@ -85,6 +98,10 @@ describe('pnpm --silent gatehook keys', () => {
       (await gatehook('keys', 'create', '--org', org, '--name', 'two', '--role', 'admin')).stdout,
     );
     expect(second.org_id).toBe(first.org_id);
+    const organisation = await api.db.organization.findUniqueOrThrow({ where: { id: org } });
+    expect(organisation.name).toBe(org);
+    const stored = await api.db.apiKey.findUniqueOrThrow({ where: { id: second.id } });
+    expect(stored).toMatchObject({ orgId: org, name: 'two', role: 'admin', permissions: [], revokedAt: null });
     const r = await api.call('POST', '/webhooks', {
       key: second.key,
       body: { name: 'x', url: 'https://93.184.215.14/', events: ['*'] },

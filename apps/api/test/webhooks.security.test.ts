@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { announceApiKeyChange } from '@gatehook/api/http/api-keys';
 import { revokeApiKey } from '@gatehook/db/api-keys';
+import { sqlPool } from '@gatehook/db/client';
 import { TEST_DATABASE_URL } from '@gatehook/testkit/env';
 import { createTestOrg, startTestApi, type TestApi, type TestOrg, type TestResponse } from '@gatehook/testkit/api';
 import { testLookup } from './lookup';
@@ -101,7 +102,7 @@ describe('401 unauthorized on every route', () => {
     const revocable = await createTestOrg(api.db);
     expect((await api.call('GET', '/webhooks', { key: revocable.admin })).status).toBe(200);
     const row = await api.db.apiKey.findMany({ where: { orgId: revocable.orgId, role: 'admin' } });
-    const revoked = await revokeApiKey(api.db, row[0]!.id);
+    const revoked = await revokeApiKey(sqlPool(api.db), row[0]!.id);
     await announceApiKeyChange(api.redis, api.config.REDIS_PREFIX, [revoked!.keyHash]);
     const deadline = Date.now() + 1000;
     let r = await api.call('GET', '/webhooks', { key: revocable.admin });

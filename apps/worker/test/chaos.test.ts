@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { issueApiKey } from '@gatehook/db/api-keys';
-import { createDb, type Db } from '@gatehook/db/client';
+import { createDb, sqlPool, type Db } from '@gatehook/db/client';
 import { applyMigrations } from '@gatehook/db/migrate';
 import { ingestAuditEvents } from '@gatehook/delivery';
 import { createTestDatabase } from '@gatehook/testkit/database';
@@ -114,7 +114,7 @@ async function runOnServers(
 ): Promise<Answer[]> {
   const store = await chaosDatabase(postgres);
   const orgId = randomUUID();
-  const { key } = await issueApiKey(store.db, { orgId, name: 'chaos', role: 'admin', permissions: [] });
+  const { key } = await issueApiKey(sqlPool(store.db), { orgId, name: 'chaos', role: 'admin', permissions: [] });
   const receiver = await startReceiver(async () => {
     await new Promise((r) => setTimeout(r, 5));
     return { status: 200 };

@@ -15,7 +15,7 @@ import { connectRedis, redisTarget, type RedisConnection } from '@gatehook/core/
 import { createLogger } from '@gatehook/core/logger';
 import type { Permission, Role } from '@gatehook/core/api-keys';
 import { issueApiKey } from '@gatehook/db/api-keys';
-import { createDb, type Db } from '@gatehook/db/client';
+import { createDb, sqlPool, type Db } from '@gatehook/db/client';
 import { DeliveryQueues } from '@gatehook/delivery';
 import type { HostLookup } from '@gatehook/egress/address-policy';
 import { egressClientFromConfig } from '@gatehook/egress/from-config';
@@ -170,7 +170,7 @@ export interface TestOrg {
 export async function createTestOrg(db: Db): Promise<TestOrg> {
   const orgId = randomUUID();
   const key = async (role: Role, permissions: Permission[]) =>
-    (await issueApiKey(db, { orgId, name: `${role}-${permissions.join('+') || 'none'}`, role, permissions })).key;
+    (await issueApiKey(sqlPool(db), { orgId, name: `${role}-${permissions.join('+') || 'none'}`, role, permissions })).key;
   return {
     orgId,
     admin: await key('admin', []),
