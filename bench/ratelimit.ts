@@ -319,7 +319,9 @@ export async function grpcRateLimitFigures(seconds: number): Promise<Figure[]> {
       ten: Array.from({ length: 10 }, (_, i) => rule(`per user ${i + 1}`, { keyBy: ['org', 'user'] })),
     };
     for (const name of Object.keys(orgs) as (keyof typeof orgs)[]) {
-      keys[name] = (await issueApiKey(sqlPool(db), { orgId: orgs[name], name: 'bench', role: 'admin', permissions: [] })).key;
+      keys[name] = (
+        await issueApiKey(sqlPool(db), { orgId: orgs[name], name: 'bench', role: 'admin', permissions: [] })
+      ).key;
       for (const r of rulesOf[name]) {
         const body = {
           name: r.name,

@@ -170,7 +170,8 @@ export interface TestOrg {
 export async function createTestOrg(db: Db): Promise<TestOrg> {
   const orgId = randomUUID();
   const key = async (role: Role, permissions: Permission[]) =>
-    (await issueApiKey(sqlPool(db), { orgId, name: `${role}-${permissions.join('+') || 'none'}`, role, permissions })).key;
+    (await issueApiKey(sqlPool(db), { orgId, name: `${role}-${permissions.join('+') || 'none'}`, role, permissions }))
+      .key;
   return {
     orgId,
     admin: await key('admin', []),
