@@ -41,13 +41,14 @@ function withFreshIds(parts: string[]): string {
   return body;
 }
 
+/** The body of the `index`th request: the spec's bodies in turn, with fresh ids when it has a token for them. */
+function bodyOf(index: number): string | undefined {
+  if (bodyParts) return withFreshIds(bodyParts[index % bodyParts.length]!);
+  return spec.bodies?.[index % spec.bodies.length];
+}
+
 function send(): Promise<number> {
-  const index = next++;
-  const body = bodyParts
-    ? withFreshIds(bodyParts[index % bodyParts.length]!)
-    : spec.bodies
-      ? spec.bodies[index % spec.bodies.length]!
-      : undefined;
+  const body = bodyOf(next++);
   const requestPath = spec.paths ? spec.paths[nextPath++ % spec.paths.length]! : url.pathname;
   return new Promise((resolve, reject) => {
     const req = http.request(

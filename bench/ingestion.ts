@@ -41,11 +41,11 @@ async function addMonthOfHistory(databaseUrl: string): Promise<void> {
   try {
     const start = new Date(Date.now() - HISTORY_DAYS * DAY_MS);
     // Null while the worker's own upkeep holds the lock: the partitions are made once it lets go.
-    const ensure = () => ensurePartitions(pool, start, { width: 'day', aheadMs: HISTORY_DAYS * DAY_MS });
-    for (let tries = 1; (await ensure()) === null; tries++) {
-      if (tries === 100) throw new Error('partition upkeep lock not free within 10 s');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await waitUntilAsync(
+      async () => (await ensurePartitions(pool, start, { width: 'day', aheadMs: HISTORY_DAYS * DAY_MS })) !== null,
+      10_000,
+      'the partition upkeep lock free',
+    );
     await pool.query(
       `INSERT INTO audit_events (org_id, id, action, actor_type, created_at, received_at)
        SELECT ('00000000-0000-4000-8000-' || lpad((g % 50)::text, 12, '0'))::uuid, gen_random_uuid(), 'tag.created',
@@ -60,10 +60,10 @@ async function addMonthOfHistory(databaseUrl: string): Promise<void> {
   }
 }
 
-async function waitUntilAsync(done: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+async function waitUntilAsync(done: () => Promise<boolean>, timeoutMs: number, what = 'drained'): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while (!(await done())) {
-    if (performance.now() > deadline) throw new Error(`not drained within ${timeoutMs} ms`);
+    if (performance.now() > deadline) throw new Error(`not ${what} within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

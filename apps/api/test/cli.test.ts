@@ -89,13 +89,26 @@ describe('pnpm --silent gatehook keys', () => {
     expect(second.revokedAt).toEqual(first.revokedAt);
   }, 60_000);
 
-  it('creates an admin key for an existing organisation', async () => {
+  it('creates an admin key for an existing organisation, storing no permissions for it even when given some', async () => {
     const org = randomUUID();
     const first = JSON.parse(
       (await gatehook('keys', 'create', '--org', org, '--name', 'one', '--role', 'admin')).stdout,
     );
     const second = JSON.parse(
-      (await gatehook('keys', 'create', '--org', org, '--name', 'two', '--role', 'admin')).stdout,
+      (
+        await gatehook(
+          'keys',
+          'create',
+          '--org',
+          org,
+          '--name',
+          'two',
+          '--role',
+          'admin',
+          '--permissions',
+          'manage_webhooks',
+        )
+      ).stdout,
     );
     expect(second.org_id).toBe(first.org_id);
     const organisation = await api.db.organization.findUniqueOrThrow({ where: { id: org } });
