@@ -6,7 +6,7 @@ import { queuePrefix } from '@gatehook/delivery';
 import { QueueConsumer } from './consumers';
 
 /** The periodic work of the deployment, by job scheduler id. */
-export type PeriodicName = 'reconcile' | 'retention';
+export type PeriodicName = 'reconcile' | 'retention' | 'statistics';
 
 export interface PeriodicDeps {
   connection: RedisConnection;
@@ -96,8 +96,8 @@ export async function startPeriodic(deps: PeriodicDeps): Promise<Periodic> {
         throw error;
       }
     },
-    // Two: a long retention sweep never holds back the reconciler of the same worker.
-    worker: { connection: deps.connection, prefix, concurrency: 2 },
+    // One per job: a long retention sweep never holds back the reconciler or the statistics of the same worker.
+    worker: { connection: deps.connection, prefix, concurrency: names.length },
     logger: deps.logger,
     ...(deps.onRestart ? { onRestart: deps.onRestart } : {}),
   });

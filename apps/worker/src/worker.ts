@@ -5,6 +5,7 @@ import type { SecretBox } from '@gatehook/core/encryption';
 import type { Logger } from '@gatehook/core/logger';
 import type { Db } from '@gatehook/db/client';
 import { sqlPool } from '@gatehook/db/client';
+import { analyzeGrownPartitions } from '@gatehook/db/partitions';
 import {
   createDeliveryEngine,
   queuePrefix,
@@ -50,6 +51,8 @@ export interface Worker {
 }
 
 const RETENTION_INTERVAL_MS = 3_600_000;
+/** How often the young partitions' statistics are looked at (`analyzeGrownPartitions`). */
+const STATISTICS_INTERVAL_MS = 5_000;
 
 function resultClass(statusCode: number, error: string | null): string {
   if (statusCode === 0) return 'error';
@@ -150,7 +153,11 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   const periodic = await startPeriodic({
     connection: workerConnection,
     prefix,
-    every: { reconcile: config.RECONCILE_INTERVAL_MS, retention: RETENTION_INTERVAL_MS },
+    every: {
+      reconcile: config.RECONCILE_INTERVAL_MS,
+      retention: RETENTION_INTERVAL_MS,
+      statistics: STATISTICS_INTERVAL_MS,
+    },
     run: {
       reconcile: () => reconcileOnce(reconcilerDeps),
       // Retention and partition upkeep (creates partitions ahead, drops expired ones), then, on the same hourly beat,
@@ -158,6 +165,12 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
       retention: async () => {
         await retention();
         await warnExpiringCertificates(pool, logger);
+      },
+      // Statistics of partitions that grew since the planner last heard of them (docs/database.md, "Statistics of
+      // young partitions"): every 5 s, so that a new day's partition is analysed seconds after its first rows.
+      statistics: async () => {
+        const analysed = await analyzeGrownPartitions(pool);
+        if (analysed.length) logger.info({ analysed }, 'partition statistics refreshed');
       },
     },
     logger,

@@ -80,8 +80,8 @@ describe('periodic work', () => {
       // exceed the intervals by a few; one run per worker per interval would be twice as many.
       expect(made).toBeGreaterThanOrEqual(Math.floor(intervals) - 3);
       expect(made).toBeLessThanOrEqual(Math.ceil(intervals) + 3);
-      // Two schedulers in all (reconcile, retention), however many workers upserted them.
-      expect(await a.periodic.queue.getJobSchedulersCount()).toBe(2);
+      // Three schedulers in all (reconcile, retention, statistics), however many workers upserted them.
+      expect(await a.periodic.queue.getJobSchedulersCount()).toBe(3);
 
       // The worker that ran the last one goes away; the other takes the next runs.
       const last = (await runs(a, 'reconcile')) >= (await runs(b, 'reconcile')) ? a : b;
@@ -117,7 +117,7 @@ describe('periodic work after Redis lost its schedulers', () => {
         (n) => n >= 1,
         5_000,
       );
-      for (const name of ['reconcile', 'retention']) await engine.periodic.queue.removeJobScheduler(name);
+      for (const name of ['reconcile', 'retention', 'statistics']) await engine.periodic.queue.removeJobScheduler(name);
       await engine.periodic.queue.obliterate({ force: true });
       const after = await runs(engine, 'reconcile');
       await until(
@@ -125,7 +125,7 @@ describe('periodic work after Redis lost its schedulers', () => {
         (n) => n >= after + 3,
         10_000,
       );
-      expect(await engine.periodic.queue.getJobSchedulersCount()).toBe(2);
+      expect(await engine.periodic.queue.getJobSchedulersCount()).toBe(3);
     } finally {
       await engine.stop();
     }

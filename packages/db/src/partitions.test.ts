@@ -6,6 +6,7 @@ import { dropDatabase } from '@gatehook/testkit/database';
 import { readBatchItems } from '@gatehook/db/delivery/batch-buffer';
 import { insertAuditEvents, READ_EVENTS, readEvents, readPendingEvents, type OutboxEvent } from '@gatehook/db/outbox';
 import {
+  analyzeGrownPartitions,
   dropExpiredPartitions,
   ensurePartitions,
   listPartitions,
@@ -161,6 +162,77 @@ describe('lookups by delivery id', () => {
     } finally {
       client.release();
     }
+  });
+});
+
+describe('statistics of young audit_events partitions', () => {
+  // Step 2 of insert_audit_events() (prisma/migrations, the initial migration), its variables as parameters.
+  const PROBE = `SELECT array_agg(c.org_id), array_agg(c.id) FROM unnest($1::uuid[], $2::uuid[]) AS c(org_id, id)
+    CROSS JOIN LATERAL (SELECT 1 FROM audit_events e WHERE e.org_id = c.org_id AND e.id = c.id LIMIT 1) AS hit`;
+  const today = partitionName('audit_events', periodStart(Date.now(), 'day'));
+  // An organisation of its own: the rows stay out of the other tests' way.
+  const statsOrg = randomUUID();
+
+  /** The partition's pages now, and what the planner was last told (reltuples -1: never analysed). */
+  const sizeOf = async (name: string) => {
+    const { rows } = await pool.query<{ pages: string; relpages: number; reltuples: number }>(
+      `SELECT pg_relation_size(oid) / current_setting('block_size')::int AS pages, relpages, reltuples
+       FROM pg_class WHERE relname = $1`,
+      [name],
+    );
+    return { pages: Number(rows[0]!.pages), relpages: rows[0]!.relpages, reltuples: rows[0]!.reltuples };
+  };
+
+  /** Ingests 100-event batches into today's partition until it holds `pages` pages. */
+  const growTo = async (pages: number) => {
+    while ((await sizeOf(today)).pages < pages) {
+      const at = new Date();
+      const batch = Array.from({ length: 100 }, () => event(randomUUID(), at));
+      await insertAuditEvents(
+        pool,
+        batch.map((e) => ({ ...e, data: { ...e.data, org_id: statsOrg } })),
+      );
+    }
+  };
+
+  afterAll(() => pool.query('DELETE FROM pending_fanout WHERE org_id = $1', [statsOrg]));
+
+  it('are taken once a partition has rows, so that a plan kept from when it was empty probes it by its key', async () => {
+    // Nothing has rows yet: nothing is analysed.
+    expect(await analyzeGrownPartitions(pool)).toEqual([]);
+    expect((await sizeOf(today)).pages).toBe(0);
+
+    const client = await pool.connect();
+    try {
+      // A session's kept plan (as PL/pgSQL keeps one after five calls), made while today's partition is empty.
+      await client.query('SET plan_cache_mode = force_generic_plan');
+      await client.query(`PREPARE probe(uuid[], uuid[]) AS ${PROBE}`);
+      const probeOfToday = async () => {
+        const { rows } = await client.query<{ 'QUERY PLAN': string }>(
+          `EXPLAIN (COSTS OFF) EXECUTE probe(ARRAY['${statsOrg}']::uuid[], ARRAY['${randomUUID()}']::uuid[])`,
+        );
+        return rows.map((r) => r['QUERY PLAN']).find((line) => line.includes(` on ${today} `)) ?? 'not probed';
+      };
+      await probeOfToday();
+
+      await growTo(16);
+      expect((await sizeOf(today)).reltuples).toBe(-1);
+      expect(await analyzeGrownPartitions(pool)).toEqual([today]);
+      const analysed = await sizeOf(today);
+      expect(analysed.reltuples).toBeGreaterThan(0);
+      expect(analysed.relpages).toBeGreaterThanOrEqual(16);
+
+      // Analysing invalidated the kept plan; the next one probes today's partition by its primary key.
+      expect(await probeOfToday()).toContain(`${today}_pkey`);
+    } finally {
+      await client.query('DEALLOCATE ALL; RESET plan_cache_mode');
+      client.release();
+    }
+
+    // Again only once the partition has grown fourfold.
+    expect(await analyzeGrownPartitions(pool)).toEqual([]);
+    await growTo(4 * (await sizeOf(today)).relpages);
+    expect(await analyzeGrownPartitions(pool)).toEqual([today]);
   });
 });
 

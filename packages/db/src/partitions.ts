@@ -356,6 +356,66 @@ export async function dropExpiredPartitions(
   });
 }
 
+/**
+ * When {@link analyzeGrownPartitions} analyses a partition: once it holds `minPages` pages and has never been analysed,
+ * then each time it has grown to `growth` times the pages it had when last analysed (or vacuumed).
+ */
+export interface StatisticsPolicy {
+  minPages: number;
+  growth: number;
+}
+
+/** 16 pages (128 kB, some 200 events), then at every fourfold growth: a handful of analyses in a partition's life. */
+export const STATISTICS_POLICY: StatisticsPolicy = { minPages: 16, growth: 4 };
+
+/**
+ * Analyses the `audit_events` partitions whose statistics describe a much smaller table than they hold, which are
+ * then analysed (`ANALYZE` takes a sample of at most 30,000 rows, whatever the size). Returns the partitions analysed.
+ *
+ * Why: ingestion's probe for a client-chosen id (`insert_audit_events()`, step 2) runs from a plan kept for the
+ * session. A plan made while a partition is empty and never analysed (every partition created ahead, until its day
+ * comes) can probe it through `(org_id, received_at, id)`, the two indexes looking equally cheap at the size the
+ * planner assumes, which reads every event of the organisation in that partition for each id; the plan is kept until
+ * something invalidates it, and analysing the partition does. Autovacuum analyses a partition after its first 50
+ * rows, but only on its next round (up to a minute later, never where it is off), and ingestion slows with every row
+ * meanwhile. Partitions are analysed once they have rows, never ahead (an empty one analysed would be planned as a
+ * sequential scan). Each takes its lock for at most `lockTimeoutMs` and waits for the next run otherwise.
+ */
+export async function analyzeGrownPartitions(
+  pool: Pool,
+  options: { policy?: StatisticsPolicy; lockTimeoutMs?: number } = {},
+): Promise<string[]> {
+  const { minPages, growth } = options.policy ?? STATISTICS_POLICY;
+  // pg_relation_size is the table's size now; relpages and reltuples (-1 before a first analyse or vacuum) what the
+  // planner was last told.
+  const { rows } = await pool.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+     CROSS JOIN LATERAL (SELECT pg_relation_size(c.oid) / current_setting('block_size')::int AS pages) s
+     WHERE i.inhparent = 'audit_events'::regclass AND c.relkind = 'r' AND s.pages >= $1
+       AND (c.reltuples < 0 OR s.pages >= $2 * greatest(c.relpages, 1))
+     ORDER BY c.relname`,
+    [minPages, growth],
+  );
+  const analysed: string[] = [];
+  for (const { name } of rows) {
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(`SET LOCAL lock_timeout = '${Math.max(1, Math.floor(options.lockTimeoutMs ?? 100))}ms'`);
+      await client.query(`ANALYZE ${quoteIdent(name)}`);
+      await client.query('COMMIT');
+      analysed.push(name);
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      // A partition being detached or dropped meanwhile waits for the next run, or is gone.
+      if (!['55P03', '42P01'].includes(String((error as { code?: unknown }).code))) throw error;
+    } finally {
+      client.release();
+    }
+  }
+  return analysed;
+}
+
 const CHUNK = 5000;
 
 /**
