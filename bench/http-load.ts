@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import { uuidv7 } from '@gatehook/testkit/audit-events';
 import { runLoad, type LoadShape } from './load-loop';
 
 interface LoadSpec extends LoadShape {
@@ -22,6 +23,8 @@ interface LoadSpec extends LoadShape {
    * client chose, never the same twice, as a gateway that retries with its own ids sends them.
    */
   freshIdToken?: string;
+  /** The version of those fresh UUIDs: 4 (random, the default) or 7 (time-ordered, RFC 9562). */
+  freshIdVersion?: 4 | 7;
 }
 
 // The spec arrives on stdin: bodies may be larger than one command-line argument may be (128 KiB on Linux).
@@ -35,9 +38,11 @@ const expected = spec.expectStatus ?? 200;
 // Each body cut at its tokens once, so that a request joins its parts with fresh ids.
 const bodyParts = spec.freshIdToken ? spec.bodies?.map((body) => body.split(spec.freshIdToken!)) : undefined;
 
+const freshId = spec.freshIdVersion === 7 ? () => uuidv7() : randomUUID;
+
 function withFreshIds(parts: string[]): string {
   let body = parts[0]!;
-  for (let i = 1; i < parts.length; i++) body += randomUUID() + parts[i]!;
+  for (let i = 1; i < parts.length; i++) body += freshId() + parts[i]!;
   return body;
 }
 

@@ -9,8 +9,9 @@
 //  - the same requests without ids (the API generates them, and looks for none in the stored partitions), named so;
 //  - single-event requests from 32 clients: requests/s and p99, next to GET /healthz from 32 clients;
 //  - the first shape again once the database holds a month of history (30 past day partitions of HISTORY_EVENTS
-//    events each, as the default retention keeps): a chosen id is looked for in every partition
-//    (docs/database.md, "Idempotent ingestion across partitions"), so this is what a deployment a month old gets.
+//    events each, as the default retention keeps): a random chosen id is looked for in every partition
+//    (docs/database.md, "Idempotent ingestion across partitions"), so this is what a deployment a month old gets;
+//    and the same with UUIDv7 ids, looked for only in the partitions from their own instant less a day on.
 import { randomUUID } from 'node:crypto';
 import { createDb, sqlPool } from '@gatehook/db/client';
 import { insertAuditEvents, type OutboxEvent } from '@gatehook/db/outbox';
@@ -119,11 +120,12 @@ export async function ingestionFigures(seconds: number): Promise<Figure[]> {
     // Each phase starts once the worker has fanned out everything before it, so that it measures itself alone.
     const drained = () => waitUntilAsync(async () => (await rig.db.pendingFanout.count()) === 0, 120_000);
     // 100-event requests from BATCH_CLIENTS clients, every event with a fresh id of the client's.
-    const withChosenIds = () =>
+    const withChosenIds = (freshIdVersion: 4 | 7 = 4) =>
       load({
         ...spec,
         bodies: [body(BATCH, { id: FRESH_ID, ...EVENT })],
         freshIdToken: FRESH_ID,
+        freshIdVersion,
         concurrency: BATCH_CLIENTS,
       });
     const batched = await withChosenIds();
@@ -150,6 +152,8 @@ export async function ingestionFigures(seconds: number): Promise<Figure[]> {
     await addMonthOfHistory(rig.databaseUrl);
     const aged = await withChosenIds();
     await drained();
+    const agedV7 = await withChosenIds(7);
+    await drained();
 
     return [
       figure(
@@ -171,6 +175,13 @@ export async function ingestionFigures(seconds: number): Promise<Figure[]> {
         aged.perSecond * BATCH,
         'events/s',
         'the same requests on the fresh database',
+        batched.perSecond * BATCH,
+      ),
+      figure(
+        `ingestion events/s, the same requests with UUIDv7 ids chosen by the client, on the month of history`,
+        agedV7.perSecond * BATCH,
+        'events/s',
+        'the same requests on the fresh database (random ids)',
         batched.perSecond * BATCH,
       ),
       figure(

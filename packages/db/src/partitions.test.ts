@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { commitFanout } from '@gatehook/db/delivery/create';
 import { applyMigrations } from '@gatehook/db/migrate';
+import { outboxEvent, uuidv7 } from '@gatehook/testkit/audit-events';
 import { dropDatabase } from '@gatehook/testkit/database';
 import { readBatchItems } from '@gatehook/db/delivery/batch-buffer';
 import { insertAuditEvents, READ_EVENTS, readEvents, readPendingEvents, type OutboxEvent } from '@gatehook/db/outbox';
@@ -18,13 +19,6 @@ import {
   uuidV7Floor,
   uuidV7Time,
 } from '@gatehook/db/partitions';
-
-/** A UUIDv7 of the instant (random bits after the time, as RFC 9562 lays them out). */
-const uuidv7 = (options: { msecs?: number } = {}): string => {
-  const floor = uuidV7Floor(options.msecs ?? Date.now());
-  const hex = randomBytes(10).toString('hex');
-  return `${floor.slice(0, 14)}7${hex.slice(0, 3)}-${(8 + (parseInt(hex[3]!, 16) & 3)).toString(16)}${hex.slice(4, 7)}-${hex.slice(7, 19)}`;
-};
 
 const SERVER = process.env.TEST_PG_SERVER ?? 'postgresql://postgres@127.0.0.1:5432';
 const dbName = `gatehook_partitions_${randomBytes(4).toString('hex')}`;
@@ -64,25 +58,8 @@ describe('partition arithmetic', () => {
 
 const org = randomUUID();
 const webhook = randomUUID();
-const event = (id: string, receivedAt: Date, action = 'tag.created'): OutboxEvent => ({
-  receivedAt,
-  data: {
-    id,
-    org_id: org,
-    action,
-    actor_type: 'user',
-    actor_id: 'u1',
-    actor_display_name: 'U',
-    resource_type: 'tag',
-    resource_id: 't1',
-    resource_display_name: 'T',
-    resources: {},
-    context: { ip: '10.0.0.1' },
-    changes: [],
-    payload: { name: 'x' },
-    created_at: receivedAt.toISOString(),
-  },
-});
+const event = (id: string, receivedAt: Date, action = 'tag.created'): OutboxEvent =>
+  outboxEvent(org, id, receivedAt, action);
 
 beforeAll(async () => {
   await applyMigrations(databaseUrl);
@@ -187,10 +164,9 @@ describe('statistics of young audit_events partitions', () => {
   const growTo = async (pages: number) => {
     while ((await sizeOf(today)).pages < pages) {
       const at = new Date();
-      const batch = Array.from({ length: 100 }, () => event(randomUUID(), at));
       await insertAuditEvents(
         pool,
-        batch.map((e) => ({ ...e, data: { ...e.data, org_id: statsOrg } })),
+        Array.from({ length: 100 }, () => outboxEvent(statsOrg, randomUUID(), at)),
       );
     }
   };
@@ -291,6 +267,29 @@ describe('idempotent ingestion across partitions', () => {
     );
     expect(rows.map((r) => r.part)).toEqual([partitionName('audit_events', periodStart(yesterday.getTime(), 'day'))]);
     expect((await pool.query(`SELECT 1 FROM pending_fanout WHERE event_id = $1`, [id])).rowCount).toBe(0);
+  });
+
+  it('looks for a UUIDv7 id from its own instant less a day on, and for any other id in every partition', async () => {
+    // Partitions of three and two days ago, each copy below received in one of them.
+    await ensurePartitions(pool, new Date(Date.now() - 3 * DAY), { width: 'day', aheadMs: DAY });
+    const threeDaysAgo = new Date(Date.now() - 3 * DAY);
+    /** Stores the id at `first`, fans it out, and ingests it again now: the pairs the second ingestion stored. */
+    const again = async (id: string, first: Date) => {
+      expect(await insertAuditEvents(pool, [event(id, first)])).toEqual([{ orgId: org, id }]);
+      await commitFanout(pool, { orgId: org, eventIds: [id], now: new Date(), deliveries: [], batchItems: [] });
+      return insertAuditEvents(pool, [event(id, new Date())]);
+    };
+    // A random id, received three days ago.
+    expect(await again(randomUUID(), threeDaysAgo)).toEqual([]);
+    // A UUIDv7 made and received yesterday.
+    const yesterday = Date.now() - DAY;
+    expect(await again(uuidv7({ msecs: yesterday }), new Date(yesterday))).toEqual([]);
+    // A UUIDv7 whose instant is more than a day ahead of the service's clock says nothing of when it was received.
+    expect(await again(uuidv7({ msecs: Date.now() + 2 * DAY }), threeDaysAgo)).toEqual([]);
+    // A UUIDv7 made now is not looked for three days back: a copy received then came from a client whose clock ran
+    // more than a day ahead of the service's (docs/database.md), and this copy is stored too.
+    const madeNow = uuidv7();
+    expect(await again(madeNow, threeDaysAgo)).toEqual([{ orgId: org, id: madeNow }]);
   });
 
   it('stores it once when two ingestions race on either side of a partition boundary', async () => {
