@@ -2,6 +2,8 @@ import type { Logger } from '@gatehook/core/logger';
 import type { Db } from '@gatehook/db/client';
 import { sqlPool } from '@gatehook/db/client';
 import {
+  autovacuumState,
+  CHURNED_TABLES,
   dropExpiredPartitions,
   ensurePartitions,
   sweepDefaultPartitions,
@@ -49,4 +51,19 @@ export async function sweepRetention(
     );
   }
   return { deliveries: swept.deliveries, events: swept.events, partitionsDropped, partitionsCreated: created.length };
+}
+
+/**
+ * Warns, once at start, when vacuum does not run by itself (docs/operations.md, "Deploy", Postgres): the outbox, the
+ * batch buffer, the deliveries and the tasks are rewritten or emptied row by row all day, and without vacuum their
+ * dead rows are never reclaimed, so every read of them slows with the traffic served. Returns whether it warned.
+ */
+export async function warnWithoutAutovacuum(db: Db, logger: Logger): Promise<boolean> {
+  const { server, tablesWithout } = await autovacuumState(sqlPool(db));
+  if (server && tablesWithout.length === 0) return false;
+  logger.warn(
+    { autovacuum: server ? 'on' : 'off', tablesWithout, churned: CHURNED_TABLES },
+    'autovacuum does not run on tables this service churns: their dead rows are never reclaimed; turn it on',
+  );
+  return true;
 }

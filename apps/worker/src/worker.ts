@@ -24,7 +24,7 @@ import { fanoutJob } from './processors/fanout';
 import { taskJob } from './processors/task';
 import type { JobWiring } from './processors/wiring';
 import { reconcileOnce, SharedOverdueSweep } from './reconciler';
-import { sweepRetention } from './retention';
+import { sweepRetention, warnWithoutAutovacuum } from './retention';
 import { warnExpiringCertificates } from './certificate-expiry';
 
 export interface WorkerDeps {
@@ -140,6 +140,9 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
     sweepRetention(db, config.DELIVERY_RETENTION_DAYS, logger, { width: config.HISTORY_PARTITION });
   // Partitions must exist ahead before the first hourly run: each worker runs the upkeep once as it starts (safe from
   // several workers at once); after that the scheduler runs it once an hour across all workers.
+  void warnWithoutAutovacuum(db, logger).catch((error: unknown) =>
+    logger.warn({ err: (error as Error).message }, 'could not read the autovacuum settings'),
+  );
   void retention().then(
     () => metrics.periodicRuns.inc({ job: 'retention', outcome: 'ok' }),
     (error: unknown) => {

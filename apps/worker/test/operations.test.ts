@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createWorkerServer } from '@gatehook/worker/http';
-import { sweepRetention } from '@gatehook/worker/retention';
+import { createLogger } from '@gatehook/core/logger';
+import { autovacuumState } from '@gatehook/db/partitions';
+import { sqlPool } from '@gatehook/db/client';
+import { sweepRetention, warnWithoutAutovacuum } from '@gatehook/worker/retention';
 import type { TestReceiver } from '@gatehook/testkit/receiver';
 import { auditEvent, useStack } from '@gatehook/testkit/stack';
 
@@ -10,6 +13,21 @@ let receiver: TestReceiver;
 
 beforeAll(async () => {
   receiver = await stack.receiver();
+});
+
+describe('autovacuum at start', () => {
+  it('is warned about when it does not run on the tables the service churns, and only then', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({
+      name: 'test-worker',
+      level: 'info',
+      destination: { write: (l: string) => void lines.push(l) },
+    });
+    const state = await autovacuumState(sqlPool(stack.api.db));
+    const warned = await warnWithoutAutovacuum(stack.api.db, logger);
+    expect(warned).toBe(!state.server || state.tablesWithout.length > 0);
+    expect(lines.some((l) => l.includes('autovacuum does not run'))).toBe(warned);
+  });
 });
 
 describe('retention sweep', () => {

@@ -8,6 +8,7 @@ import { readBatchItems } from '@gatehook/db/delivery/batch-buffer';
 import { insertAuditEvents, READ_EVENTS, readEvents, readPendingEvents, type OutboxEvent } from '@gatehook/db/outbox';
 import {
   analyzeGrownPartitions,
+  autovacuumState,
   dropExpiredPartitions,
   ensurePartitions,
   listPartitions,
@@ -209,6 +210,24 @@ describe('statistics of young audit_events partitions', () => {
     expect(await analyzeGrownPartitions(pool)).toEqual([]);
     await growTo(4 * (await sizeOf(today)).relpages);
     expect(await analyzeGrownPartitions(pool)).toEqual([today]);
+  });
+});
+
+describe('autovacuum', () => {
+  it('is reported off for the server as Postgres says, and for each churned table that turns it off', async () => {
+    const { rows } = await pool.query<{ autovacuum: string }>('SHOW autovacuum');
+    expect((await autovacuumState(pool)).server).toBe(rows[0]!.autovacuum === 'on');
+    expect((await autovacuumState(pool)).tablesWithout).toEqual([]);
+    const today = partitionName('deliveries', periodStart(Date.now(), 'day'));
+    await pool.query(`ALTER TABLE pending_fanout SET (autovacuum_enabled = false)`);
+    await pool.query(`ALTER TABLE "${today}" SET (autovacuum_enabled = false)`);
+    try {
+      expect((await autovacuumState(pool)).tablesWithout).toEqual([today, 'pending_fanout']);
+    } finally {
+      await pool.query(`ALTER TABLE pending_fanout RESET (autovacuum_enabled)`);
+      await pool.query(`ALTER TABLE "${today}" RESET (autovacuum_enabled)`);
+    }
+    expect((await autovacuumState(pool)).tablesWithout).toEqual([]);
   });
 });
 

@@ -416,6 +416,25 @@ export async function analyzeGrownPartitions(
   return analysed;
 }
 
+/** The tables rewritten or emptied row by row all day, which only vacuum keeps from bloating. */
+export const CHURNED_TABLES = ['pending_fanout', 'batch_items', 'deliveries', 'webhook_tasks'] as const;
+
+/**
+ * Whether vacuum runs by itself: `autovacuum` of the server, and the churned tables (and their partitions) that turn it
+ * off for themselves (`autovacuum_enabled = false`).
+ */
+export async function autovacuumState(pool: Pool): Promise<{ server: boolean; tablesWithout: string[] }> {
+  const { rows } = await pool.query<{ server: string; tables: string[] | null }>(
+    `SELECT current_setting('autovacuum') AS server,
+       (SELECT array_agg(c.relname::text ORDER BY c.relname) FROM pg_class c
+        LEFT JOIN pg_inherits i ON i.inhrelid = c.oid LEFT JOIN pg_class parent ON parent.oid = i.inhparent
+        WHERE coalesce(parent.relname, c.relname) = ANY ($1::text[]) AND c.relkind = 'r'
+          AND 'autovacuum_enabled=false' = ANY (coalesce(c.reloptions, '{}'))) AS tables`,
+    [CHURNED_TABLES],
+  );
+  return { server: rows[0]?.server === 'on', tablesWithout: rows[0]?.tables ?? [] };
+}
+
 const CHUNK = 5000;
 
 /**
