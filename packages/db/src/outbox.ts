@@ -32,10 +32,11 @@ export async function insertAuditEvents(
     // The added keys go before the spread: after it, Node 20 adds each at about a microsecond (`data` has neither).
     return generatedId ? { received_at: last.iso, generated_id: true, ...data } : { received_at: last.iso, ...data };
   });
-  // insert_audit_events() (prisma/migrations, the initial migration) claims the ids in pending_fanout, then stores
-  // those not stored in any partition yet, each step with its own snapshot: audit_events is partitioned by
-  // received_at, so no unique index spans an id's partitions. Only the ids a client chose are looked for in the
-  // partitions; a generated one (`generated_id`) cannot have been stored before.
+  // insert_audit_events() (prisma/migrations, as 20261129000000_chosen_v7_id_probe last made it) claims the ids in
+  // pending_fanout, then stores those not stored in any partition yet, each step with its own snapshot: audit_events
+  // is partitioned by received_at, so no unique index spans an id's partitions. Only the ids a client chose are looked
+  // for in the partitions (a UUIDv7 one only from its own instant less a day on); a generated one (`generated_id`)
+  // cannot have been stored before.
   const { rows: inserted } = await pool.query<{ org_id: string; id: string }>({
     name: 'insert_audit_events',
     text: 'SELECT org_id, id FROM insert_audit_events($1::jsonb)',

@@ -144,9 +144,13 @@ describe('lookups by delivery id', () => {
 });
 
 describe('statistics of young audit_events partitions', () => {
-  // Step 2 of insert_audit_events() (prisma/migrations, the initial migration), its variables as parameters.
-  const PROBE = `SELECT array_agg(c.org_id), array_agg(c.id) FROM unnest($1::uuid[], $2::uuid[]) AS c(org_id, id)
-    CROSS JOIN LATERAL (SELECT 1 FROM audit_events e WHERE e.org_id = c.org_id AND e.id = c.id LIMIT 1) AS hit`;
+  // Step 2 of insert_audit_events() (migration 20261129000000_chosen_v7_id_probe), its variables as parameters.
+  const PROBE = `SELECT array_agg(c.org_id), array_agg(c.id)
+    FROM (SELECT k.org_id, k.id, gatehook_chosen_id_since(k.id) AS since
+          FROM unnest($1::uuid[], $2::uuid[]) AS k(org_id, id) OFFSET 0) AS c
+    CROSS JOIN LATERAL (
+      SELECT 1 FROM audit_events e WHERE e.org_id = c.org_id AND e.id = c.id AND e.received_at >= c.since LIMIT 1
+    ) AS hit`;
   const today = partitionName('audit_events', periodStart(Date.now(), 'day'));
   // An organisation of its own: the rows stay out of the other tests' way.
   const statsOrg = randomUUID();
