@@ -52,7 +52,7 @@ export interface Worker {
 
 const RETENTION_INTERVAL_MS = 3_600_000;
 /** How often the young partitions' statistics are looked at (`analyzeGrownPartitions`). */
-const STATISTICS_INTERVAL_MS = 5_000;
+const STATISTICS_INTERVAL_MS = 1_000;
 
 function resultClass(statusCode: number, error: string | null): string {
   if (statusCode === 0) return 'error';
@@ -170,7 +170,8 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
         await warnExpiringCertificates(pool, logger);
       },
       // Statistics of partitions that grew since the planner last heard of them (docs/database.md, "Statistics of
-      // young partitions"): every 5 s, so that a new day's partition is analysed seconds after its first rows.
+      // young partitions"): every second, so that a new day's partition is analysed a second or two after its first
+      // rows.
       statistics: async () => {
         const analysed = await analyzeGrownPartitions(pool);
         if (analysed.length) logger.info({ analysed }, 'partition statistics refreshed');
