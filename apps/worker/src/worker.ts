@@ -138,11 +138,11 @@ export async function startWorker(deps: WorkerDeps): Promise<Worker> {
   };
   const retention = () =>
     sweepRetention(db, config.DELIVERY_RETENTION_DAYS, logger, { width: config.HISTORY_PARTITION });
-  // Partitions must exist ahead before the first hourly run: each worker runs the upkeep once as it starts (safe from
-  // several workers at once); after that the scheduler runs it once an hour across all workers.
   void warnWithoutAutovacuum(db, logger).catch((error: unknown) =>
     logger.warn({ err: (error as Error).message }, 'could not read the autovacuum settings'),
   );
+  // Partitions must exist ahead before the first hourly run: each worker runs the upkeep once as it starts (safe from
+  // several workers at once); after that the scheduler runs it once an hour across all workers.
   void retention().then(
     () => metrics.periodicRuns.inc({ job: 'retention', outcome: 'ok' }),
     (error: unknown) => {

@@ -224,7 +224,7 @@ describe('autovacuum', () => {
     expect((await autovacuumState(pool)).tablesWithout).toEqual([]);
     const today = partitionName('deliveries', periodStart(Date.now(), 'day'));
     await pool.query(`ALTER TABLE pending_fanout SET (autovacuum_enabled = false)`);
-    await pool.query(`ALTER TABLE "${today}" SET (autovacuum_enabled = false)`);
+    await pool.query(`ALTER TABLE "${today}" SET (autovacuum_enabled = off)`);
     try {
       expect((await autovacuumState(pool)).tablesWithout).toEqual([today, 'pending_fanout']);
     } finally {

@@ -369,8 +369,8 @@ export interface StatisticsPolicy {
 export const STATISTICS_POLICY: StatisticsPolicy = { minPages: 16, growth: 4 };
 
 /**
- * Analyses the `audit_events` partitions whose statistics describe a much smaller table than they hold, which are
- * then analysed (`ANALYZE` takes a sample of at most 30,000 rows, whatever the size). Returns the partitions analysed.
+ * Analyses the `audit_events` partitions whose statistics describe a much smaller table than they now are (`ANALYZE`
+ * takes a sample of at most 30,000 rows, whatever the size). Returns the partitions analysed.
  *
  * Why: ingestion's probe for a client-chosen id (`insert_audit_events()`, step 2) runs from a plan kept for the
  * session. A plan made while a partition is empty and never analysed (every partition created ahead, until its day
@@ -429,7 +429,9 @@ export async function autovacuumState(pool: Pool): Promise<{ server: boolean; ta
        (SELECT array_agg(c.relname::text ORDER BY c.relname) FROM pg_class c
         LEFT JOIN pg_inherits i ON i.inhrelid = c.oid LEFT JOIN pg_class parent ON parent.oid = i.inhparent
         WHERE coalesce(parent.relname, c.relname) = ANY ($1::text[]) AND c.relkind = 'r'
-          AND 'autovacuum_enabled=false' = ANY (coalesce(c.reloptions, '{}'))) AS tables`,
+          -- Any spelling of false that Postgres takes for a boolean option (off, no, 0, f...).
+          AND EXISTS (SELECT 1 FROM unnest(c.reloptions) AS o
+                      WHERE o ~* '^autovacuum_enabled=(f|fa|fal|fals|false|n|no|of|off|0)$')) AS tables`,
     [CHURNED_TABLES],
   );
   return { server: rows[0]?.server === 'on', tablesWithout: rows[0]?.tables ?? [] };
