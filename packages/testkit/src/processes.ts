@@ -206,6 +206,20 @@ const SERVICE_START_MS = 90_000;
 
 /** Runs apps/<app>/src/main.ts as its own process (tsx), and waits until its /healthz answers. */
 export async function startServiceProcess(app: 'api' | 'worker', env: Record<string, string>): Promise<ServiceProcess> {
+  // A port found free can be taken before the process binds it (by another test's listener, or as the local port of
+  // an outgoing connection, drawn from the same ephemeral range): a process that exits on EADDRINUSE for a port chosen
+  // here is started again on fresh ports. Any other exit fails at once.
+  for (let attempt = 1; ; attempt += 1) {
+    const started = await startOnce(app, env);
+    if ('process' in started) return started.process;
+    if (!started.portTaken || env.GRPC_PORT !== undefined || attempt >= 3) throw started.error;
+  }
+}
+
+async function startOnce(
+  app: 'api' | 'worker',
+  env: Record<string, string>,
+): Promise<{ process: ServiceProcess } | { error: Error; portTaken: boolean }> {
   const port = await freePort();
   // Every API process serves gRPC (3002 by default): each gets a free port, so that several can run at once.
   const grpcPort = app === 'api' ? Number(env.GRPC_PORT ?? (await freePort())) : 0;
@@ -223,33 +237,46 @@ export async function startServiceProcess(app: 'api' | 'worker', env: Record<str
         LOG_LEVEL: env.LOG_LEVEL ?? 'warn',
       },
       // GATEHOOK_TEST_SERVICE_LOGS=1 shows the services' logs (LOG_LEVEL, warn by default) when a scenario needs looking
-      // into.
-      stdio: ['ignore', process.env.GATEHOOK_TEST_SERVICE_LOGS ? 'inherit' : 'ignore', 'inherit'],
+      // into. Standard error is passed on as it comes, its end kept to tell a port taken meanwhile.
+      stdio: ['ignore', process.env.GATEHOOK_TEST_SERVICE_LOGS ? 'inherit' : 'ignore', 'pipe'],
     },
   );
+  let stderrTail = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    process.stderr.write(chunk);
+    stderrTail = (stderrTail + chunk.toString()).slice(-8192);
+  });
   const exited = once(child, 'exit');
   // A spawn error rejects `exited`; kill() awaits it, and the wait below reports the exit.
   exited.catch(() => undefined);
-  await waitFor(
-    async () => {
-      // A process that has exited will never answer: fail at once rather than at the end of the bound.
-      if (child.exitCode !== null || child.signalCode !== null) {
-        throw new Error(`${app} process exited (${child.exitCode ?? child.signalCode}) before answering /healthz`);
-      }
-      return fetch(`http://127.0.0.1:${port}/healthz`).then(
-        (response) => response.ok,
-        () => false,
-      );
-    },
-    { timeoutMs: SERVICE_START_MS, everyMs: 100, what: `${app} process coming up` },
-  );
+  try {
+    await waitFor(
+      async () => {
+        // A process that has exited will never answer: fail at once rather than at the end of the bound.
+        if (child.exitCode !== null || child.signalCode !== null) {
+          throw new Error(`${app} process exited (${child.exitCode ?? child.signalCode}) before answering /healthz`);
+        }
+        return fetch(`http://127.0.0.1:${port}/healthz`).then(
+          (response) => response.ok,
+          () => false,
+        );
+      },
+      { timeoutMs: SERVICE_START_MS, everyMs: 100, what: `${app} process coming up` },
+    );
+  } catch (error) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited.catch(() => undefined);
+    return { error: error as Error, portTaken: stderrTail.includes('EADDRINUSE') };
+  }
   return {
-    port,
-    grpcPort,
-    pid: child.pid!,
-    async kill(signal: NodeJS.Signals = 'SIGKILL') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      await exited;
+    process: {
+      port,
+      grpcPort,
+      pid: child.pid!,
+      async kill(signal: NodeJS.Signals = 'SIGKILL') {
+        if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+        await exited;
+      },
     },
   };
 }
