@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Pool } from 'pg';
 import { TEST_DATABASE_URL } from '@gatehook/testkit/env';
 import type { AuditEventData } from '@gatehook/core/audit-event';
 import { createDb, sqlPool } from './client';
@@ -123,5 +124,42 @@ describe('readEvents', () => {
     ]);
     expect(await readEvents(pool, randomUUID(), [{ id: a.data.id, receivedAt: a.receivedAt }])).toEqual([]);
     expect(await readEvents(pool, orgId, [])).toEqual([]);
+  });
+});
+
+describe('the id lookups of ingestion and fan-out', () => {
+  it('run from one generic plan per session from their first call, however few ids a call carries', async () => {
+    // auto_explain sends this session the plan of every statement it runs, those inside functions too.
+    const explained = new Pool({
+      connectionString: TEST_DATABASE_URL,
+      max: 1,
+      options:
+        '-c session_preload_libraries=auto_explain -c auto_explain.log_min_duration=0 -c auto_explain.log_verbose=on ' +
+        '-c auto_explain.log_nested_statements=on -c client_min_messages=log',
+    });
+    const plans: string[] = [];
+    explained.on('connect', (client) => client.on('notice', (n) => plans.push(n.message ?? '')));
+    const ids: string[] = [];
+    try {
+      const orgId = randomUUID();
+      // More calls than the five after which Postgres's default mode would first weigh a generic plan.
+      for (let i = 0; i < 7; i++) {
+        const e = event(orgId);
+        ids.push(e.data.id);
+        expect(await insertAuditEvents(explained, [e])).toEqual([{ orgId, id: e.data.id }]);
+        expect((await readPendingEvents(explained, orgId, [e.data.id])).map((r) => r.data.id)).toEqual([e.data.id]);
+      }
+    } finally {
+      await explained.end();
+    }
+    // A custom plan is made for the call's values and shows them; the generic plan shows the parameters.
+    const probes = plans.filter((p) => p.includes('gatehook_chosen_id_since(k.id) AS since'));
+    const reads = plans.filter((p) => p.includes('p.event_id = k.id LIMIT 1'));
+    expect(probes).toHaveLength(7);
+    expect(reads).toHaveLength(7);
+    for (const plan of [...probes, ...reads]) {
+      expect(plan).toMatch(/unnest\(\$\d/);
+      for (const id of ids) expect(plan).not.toContain(id);
+    }
   });
 });

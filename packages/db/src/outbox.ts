@@ -36,7 +36,8 @@ export async function insertAuditEvents(
   // pending_fanout, then stores those not stored in any partition yet, each step with its own snapshot: audit_events
   // is partitioned by received_at, so no unique index spans an id's partitions. Only the ids a client chose are looked
   // for in the partitions (a UUIDv7 one only from its own instant less a day on); a generated one (`generated_id`)
-  // cannot have been stored before.
+  // cannot have been stored before. Its statements run from one generic plan per session
+  // (20261129120000_generic_plans_for_id_lookups).
   const { rows: inserted } = await pool.query<{ org_id: string; id: string }>({
     name: 'insert_audit_events',
     text: 'SELECT org_id, id FROM insert_audit_events($1::jsonb)',
@@ -81,15 +82,15 @@ export function toOutboxEvent(row: EventRow): OutboxEvent {
 // ANY($2)`, a planner without fresh statistics (a table that grew faster than autoanalyze) scanned every pending
 // event of the organisation and compared each with the whole list, seconds to minutes per fan-out of a large backlog.
 
-/** The events among `ids` of an organisation that are not fanned out yet, ordered by id. No lock is taken. */
+/**
+ * The events among `ids` of an organisation that are not fanned out yet, ordered by id. No lock is taken. The
+ * statement is gatehook_read_pending_events() (prisma/migrations/20261129120000_generic_plans_for_id_lookups), a
+ * function so that it runs from one generic plan per session instead of being planned at every call.
+ */
 export async function readPendingEvents(pool: Pool, orgId: string, ids: readonly string[]): Promise<OutboxEvent[]> {
   const { rows } = await pool.query<EventRow>({
     name: 'read_pending_events',
-    text: `SELECT ${EVENT_SELECT} FROM (SELECT DISTINCT unnest($2::uuid[]) AS id) AS k
-           CROSS JOIN LATERAL (SELECT p.received_at FROM pending_fanout p WHERE p.org_id = $1 AND p.event_id = k.id LIMIT 1) p
-           -- The pending row's received_at is the event's: the lookup prunes to its one partition.
-           CROSS JOIN LATERAL (SELECT * FROM audit_events e WHERE e.org_id = $1 AND e.id = k.id AND e.received_at = p.received_at LIMIT 1) e
-           ORDER BY e.id`,
+    text: 'SELECT * FROM gatehook_read_pending_events($1, $2::uuid[])',
     values: [orgId, ids],
   });
   return rows.map(toOutboxEvent);
