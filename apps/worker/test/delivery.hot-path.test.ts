@@ -3,6 +3,8 @@ import { tunables } from '@gatehook/delivery';
 import { createTestOrg } from '@gatehook/testkit/api';
 import { auditEvent, startStack, useStack } from '@gatehook/testkit/stack';
 import { waitFor } from '@gatehook/testkit/until';
+import { insertAuditEvents } from '@gatehook/db/outbox';
+import { outboxEvent, uuidv7 } from '@gatehook/testkit/audit-events';
 
 const stack = useStack();
 
@@ -176,6 +178,70 @@ describe('a burst turned away by a webhook that was slow to answer', () => {
     } finally {
       release();
       await own.close();
+    }
+  });
+});
+
+describe('fan-out rounds', () => {
+  it('small fan-out jobs of an organisation that queue up behind two running ones go in one round, each event delivered once', async () => {
+    // An organisation of its own: nothing of the other tests' is pending for it.
+    const org = await createTestOrg(stack.api.db);
+    const receiver = await stack.receiver();
+    const created = await stack.api.call('POST', '/webhooks', {
+      key: org.admin,
+      body: { name: 'rounds', url: receiver.url('/hook'), events: ['policy.created'] },
+    });
+    expect(created.status).toBe(201);
+    const hook = { id: created.body.id as string };
+    // No fan-out of the organisation pending or in flight (the webhook's own webhook.created event has one).
+    await until(async () => {
+      const pending = await stack.api.db.pendingFanout.count({ where: { orgId: org.orgId } });
+      const counts = await stack.engine.queues.counts('fanout', 'wait', 'active');
+      return pending === 0 && counts.wait === 0 && counts.active === 0 ? true : undefined;
+    });
+    const pool = sqlPool(stack.api.db);
+    const at = new Date();
+    const events = Array.from({ length: 12 }, () => outboxEvent(org.orgId, uuidv7(), at, 'policy.created'));
+    const ids = events.map((e) => e.data.id);
+    // Stored as ingestion stores them, without the API's fan-out job: the test enqueues one job per event below.
+    await insertAuditEvents(pool, events);
+    // Holding the webhook's row keeps every fan-out of it from committing (its deliveries' key check waits).
+    const holder = await pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM webhooks WHERE id = $1 FOR UPDATE', [hook.id]);
+      await stack.engine.queues.fanout(org.orgId, ids, { chunk: 1 });
+      // Every job taken, and two rounds waiting for the row; the other ten jobs wait for those, not for Postgres.
+      await until(async () => {
+        const counts = await stack.engine.queues.counts('fanout', 'wait', 'active');
+        return counts.wait === 0 && counts.active === 12 ? true : undefined;
+      });
+      const waiting = async () => {
+        const { rows } = await pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+           WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%DELETE FROM pending_fanout%'`,
+        );
+        return rows[0]!.n;
+      };
+      await until(async () => ((await waiting()) >= 2 ? true : undefined));
+      const released = Date.now();
+      await holder.query('COMMIT');
+      await until(() => (receiver.requests.length >= 12 ? true : undefined));
+      // created_at: the instant its fan-out round started (this process's clock). The two rounds that waited for the
+      // row started before it was let go; the ten jobs behind them went in one round, started after. Without rounds,
+      // every job would have started its own fan-out at once, all before.
+      const { rows } = await pool.query<{ event_ids: string[]; created_at: Date }>(
+        'SELECT event_ids, created_at FROM deliveries WHERE webhook_id = $1',
+        [hook.id],
+      );
+      expect(rows.flatMap((r) => r.event_ids).sort()).toEqual([...ids].sort());
+      const after = rows.filter((r) => r.created_at.getTime() >= released);
+      expect(after).toHaveLength(10);
+      expect(new Set(after.map((r) => r.created_at.getTime())).size).toBe(1);
+      expect(receiver.requests.map((r) => JSON.parse(r.body).data.id).sort()).toEqual([...ids].sort());
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
     }
   });
 });

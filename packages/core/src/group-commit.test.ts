@@ -28,6 +28,26 @@ describe('GroupCommit', () => {
     expect(batches).toEqual([[1], [2], [3, 4], [5]]);
   });
 
+  it('with weigh, keeps a batch within maxBatch of weight, an item heavier than that going alone', async () => {
+    const { commit, batches } = recording({ maxBatch: 10, maxConcurrent: 1, weigh: (i) => i });
+    await Promise.all([1, 4, 5, 2, 12, 3].map((i) => commit.submit(i)));
+    expect(batches).toEqual([[1], [4, 5], [2], [12], [3]]);
+  });
+
+  it('calls onIdle each time its last flush ends with nothing waiting', async () => {
+    let idle = 0;
+    const { commit, batches } = recording({ maxBatch: 10, maxConcurrent: 1, onIdle: () => (idle += 1) });
+    const first = [1, 2, 3].map((i) => commit.submit(i));
+    expect(idle).toBe(0);
+    await Promise.all(first);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(batches).toEqual([[1], [2, 3]]);
+    expect(idle).toBe(1);
+    await commit.submit(4);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(idle).toBe(2);
+  });
+
   it('withoutResults: each submit resolves once the flush that carried it has, and rejects with it', async () => {
     const batches: string[][] = [];
     let fail = false;

@@ -1,8 +1,13 @@
 /** Most items a flush carries, most flushes in flight, and the least time between the starts of two flushes. */
-export interface GroupCommitOptions {
+export interface GroupCommitOptions<I = unknown> {
+  /** Most items a flush carries; with `weigh`, most weight (an item heavier than that still goes, alone). */
   maxBatch: number;
   maxConcurrent: number;
   minIntervalMs?: number;
+  /** An item's weight against `maxBatch` (default: 1 each). */
+  weigh?: (item: I) => number;
+  /** Called whenever the last flush in flight ends with nothing waiting. */
+  onIdle?: () => void;
 }
 
 /** Weight of the newest gap between two submits in their running average. */
@@ -31,11 +36,14 @@ export class GroupCommit<I, R> {
    */
   constructor(
     private readonly flush: (items: I[]) => Promise<R[]>,
-    private readonly options: GroupCommitOptions,
+    private readonly options: GroupCommitOptions<I>,
   ) {}
 
   /** A group commit whose flush has no result per item: each submit resolves once the flush that carried it did. */
-  static withoutResults<I>(flush: (items: I[]) => Promise<unknown>, options: GroupCommitOptions): GroupCommit<I, void> {
+  static withoutResults<I>(
+    flush: (items: I[]) => Promise<unknown>,
+    options: GroupCommitOptions<I>,
+  ): GroupCommit<I, void> {
     return new GroupCommit<I, void>(async (items) => {
       await flush(items);
       return items.map(() => undefined);
@@ -69,7 +77,7 @@ export class GroupCommit<I, R> {
         return;
       }
       this.lastStart = performance.now();
-      const batch = this.queue.splice(0, this.options.maxBatch);
+      const batch = this.queue.splice(0, this.batchLength());
       this.running += 1;
       this.flush(batch.map((b) => b.item))
         .then(
@@ -79,8 +87,23 @@ export class GroupCommit<I, R> {
         .finally(() => {
           this.running -= 1;
           this.kick();
+          if (this.running === 0 && this.queue.length === 0) this.options.onIdle?.();
         });
     }
+  }
+
+  /** How many of the waiting items the next flush takes: up to `maxBatch` of them, or of their weight. */
+  private batchLength(): number {
+    const { weigh, maxBatch } = this.options;
+    if (weigh === undefined) return maxBatch;
+    let weight = 0;
+    let n = 0;
+    for (const { item } of this.queue) {
+      weight += weigh(item);
+      if (n > 0 && weight > maxBatch) break;
+      n += 1;
+    }
+    return n;
   }
 
   /** Items waiting for a flush (for metrics and tests). */

@@ -17,6 +17,7 @@ import { ingestAuditEvents, type IngestResult } from './ingest';
 import { flushBatch } from './pipeline/batch-flush';
 import { LocalDispatcher } from './pipeline/dispatch';
 import { countsItsStart, fanOutGuarded } from './pipeline/fanout-guard';
+import { FanoutRounds } from './pipeline/fanout-rounds';
 import { JOBS } from './queues/catalogue';
 import { DeliveryQueues } from './queues/producer';
 import { waitingJobId } from './queues/topology';
@@ -175,6 +176,8 @@ export async function createDeliveryEngine(
       logger.error({ taskId, err: (error as Error).message }, 'task step failed'),
   };
 
+  // Small fan-out jobs of one organisation that queue up behind its running ones go together (fanout-rounds.ts).
+  const rounds = new FanoutRounds(context);
   const handlers: EngineHandlers = {
     async fanout(job) {
       const { orgId, eventIds, recovered, trace } = JOBS.fanout.parse(job.data);
@@ -182,7 +185,7 @@ export async function createDeliveryEngine(
         'gatehook.fanout',
         trace,
         { 'gatehook.org.id': orgId, 'gatehook.event.count': eventIds.length },
-        () => fanOutGuarded(context, orgId, eventIds, { counted: countsItsStart(job, recovered === true) }),
+        () => fanOutGuarded(context, orgId, eventIds, { counted: countsItsStart(job, recovered === true), rounds }),
         (r) => ({ 'gatehook.delivery.count': r.deliveries }),
       );
       for (const f of result.failed) observer.onFanoutFailure?.(f.parked ? 'parked' : 'failed');

@@ -2,6 +2,7 @@ import { isDatabaseUnavailable } from '@gatehook/db/errors';
 import { recordFanoutFailures, startFanoutRuns, type FanoutAttempts } from '@gatehook/db/fanout-parking';
 import type { EngineContext } from '../context';
 import { fanOut } from './fanout';
+import type { FanoutRounds } from './fanout-rounds';
 import { MAX_FANOUT_ATTEMPTS } from '../tunables';
 
 /** What a guarded fan-out did: events claimed, deliveries created, and the events whose run failed. */
@@ -39,7 +40,7 @@ export async function fanOutGuarded(
   ctx: EngineContext,
   orgId: string,
   eventIds: readonly string[],
-  options: { counted: boolean },
+  options: { counted: boolean; rounds?: FanoutRounds },
 ): Promise<GuardedFanout> {
   const now = new Date();
   let runnable = eventIds;
@@ -54,7 +55,9 @@ export async function fanOutGuarded(
   }
 
   const failures: { eventId: string; error: string }[] = [];
-  const done = await isolating(ctx, orgId, runnable, failures, true);
+  // A run that may die with its worker goes alone, never in a round with others (fanout-rounds.ts).
+  const rounds = options.counted ? undefined : options.rounds;
+  const done = await isolating(ctx, orgId, runnable, failures, true, rounds);
   if (failures.length > 0) {
     const recorded = await recordFanoutFailures(ctx.pool, orgId, failures, {
       counted: options.counted,
@@ -75,9 +78,10 @@ async function isolating(
   eventIds: readonly string[],
   failures: { eventId: string; error: string }[],
   whole = false,
+  rounds?: FanoutRounds,
 ): Promise<{ events: number; deliveries: number }> {
   try {
-    return await fanOut(ctx, orgId, eventIds);
+    return await (rounds ? rounds.run(orgId, eventIds) : fanOut(ctx, orgId, eventIds));
   } catch (error) {
     if (isDatabaseUnavailable(error)) throw error;
     if (eventIds.length === 1) {

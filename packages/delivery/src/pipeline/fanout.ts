@@ -20,15 +20,31 @@ export async function fanOut(
   orgId: string,
   eventIds: readonly string[],
 ): Promise<{ events: number; deliveries: number }> {
+  const done = await fanOutEvents(ctx, orgId, eventIds);
+  return { events: done.claimed.length, deliveries: done.created.length };
+}
+
+/** What one fan-out did: the events it claimed, and the events of each delivery it created. */
+export interface FanoutDone {
+  claimed: readonly string[];
+  created: readonly (readonly string[])[];
+}
+
+/** fanOut, telling which events it claimed and which events each delivery it created carries. */
+export async function fanOutEvents(
+  ctx: EngineContext,
+  orgId: string,
+  eventIds: readonly string[],
+): Promise<FanoutDone> {
   const webhooks = (await ctx.configs.ofOrg(orgId)).filter((w) => w.status === 'active');
   const now = new Date();
   if (webhooks.length === 0) {
     // Nobody to deliver to: the events are claimed without being read.
     const committed = await commitFanout(ctx.pool, { orgId, eventIds, now, deliveries: [], batchItems: [] });
-    return { events: committed.claimed.length, deliveries: 0 };
+    return { claimed: committed.claimed, created: [] };
   }
   const events = await readPendingEvents(ctx.pool, orgId, eventIds);
-  if (events.length === 0) return { events: 0, deliveries: 0 };
+  if (events.length === 0) return { claimed: [], created: [] };
   if (ctx.onStage)
     for (const e of events) ctx.onStage('ingest', Math.max(0, now.getTime() - e.receivedAt.getTime()) / 1000);
   // Matching, rendering, packing and sealing run in the render pool, fairly shared between organisations; this
@@ -95,5 +111,5 @@ export async function fanOut(
     const buffered = new Map([...batched].filter(([webhookId]) => committed.buffered.includes(webhookId)));
     await scheduleBatchFlushes(ctx, orgId, buffered, now);
   }
-  return { events: committed.claimed.length, deliveries: created.size };
+  return { claimed: committed.claimed, created: deliveries.filter((d) => created.has(d.id)).map((d) => d.eventIds) };
 }
