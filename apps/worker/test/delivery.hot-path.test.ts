@@ -182,23 +182,29 @@ describe('a burst turned away by a webhook that was slow to answer', () => {
   });
 });
 
+/**
+ * An organisation of its own (nothing of the other tests' is pending for it) with one webhook of policy.created on a
+ * fresh receiver, once no fan-out is pending or in flight (the webhook's own webhook.created event has one).
+ */
+async function quietOrgWithWebhook() {
+  const org = await createTestOrg(stack.api.db);
+  const receiver = await stack.receiver();
+  const created = await stack.api.call('POST', '/webhooks', {
+    key: org.admin,
+    body: { name: 'rounds', url: receiver.url('/hook'), events: ['policy.created'] },
+  });
+  expect(created.status).toBe(201);
+  await until(async () => {
+    const pending = await stack.api.db.pendingFanout.count({ where: { orgId: org.orgId } });
+    const counts = await stack.engine.queues.counts('fanout', 'wait', 'active');
+    return pending === 0 && counts.wait === 0 && counts.active === 0 ? true : undefined;
+  });
+  return { org, receiver, hook: { id: created.body.id as string } };
+}
+
 describe('fan-out rounds', () => {
   it('small fan-out jobs of an organisation that queue up behind two running ones go in one round, each event delivered once', async () => {
-    // An organisation of its own: nothing of the other tests' is pending for it.
-    const org = await createTestOrg(stack.api.db);
-    const receiver = await stack.receiver();
-    const created = await stack.api.call('POST', '/webhooks', {
-      key: org.admin,
-      body: { name: 'rounds', url: receiver.url('/hook'), events: ['policy.created'] },
-    });
-    expect(created.status).toBe(201);
-    const hook = { id: created.body.id as string };
-    // No fan-out of the organisation pending or in flight (the webhook's own webhook.created event has one).
-    await until(async () => {
-      const pending = await stack.api.db.pendingFanout.count({ where: { orgId: org.orgId } });
-      const counts = await stack.engine.queues.counts('fanout', 'wait', 'active');
-      return pending === 0 && counts.wait === 0 && counts.active === 0 ? true : undefined;
-    });
+    const { org, receiver, hook } = await quietOrgWithWebhook();
     const pool = sqlPool(stack.api.db);
     const at = new Date();
     const events = Array.from({ length: 12 }, () => outboxEvent(org.orgId, uuidv7(), at, 'policy.created'));
@@ -239,6 +245,58 @@ describe('fan-out rounds', () => {
       expect(after).toHaveLength(10);
       expect(new Set(after.map((r) => r.created_at.getTime())).size).toBe(1);
       expect(receiver.requests.map((r) => JSON.parse(r.body).data.id).sort()).toEqual([...ids].sort());
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+    }
+  });
+});
+
+describe('a fan-out round that fails', () => {
+  it("runs each of its jobs again alone: a poisoned event fails only its own job, the other jobs' events go out at once", async () => {
+    const { org, receiver, hook } = await quietOrgWithWebhook();
+    const pool = sqlPool(stack.api.db);
+    const store = async (payload: string) => {
+      const id = uuidv7();
+      await pool.query(
+        `WITH e AS (
+           INSERT INTO audit_events (org_id, id, action, actor_type, payload, created_at, received_at)
+           VALUES ($1, $2, 'policy.created', 'user', $3::jsonb, now(), now()) RETURNING org_id, id, received_at
+         ) INSERT INTO pending_fanout (org_id, event_id, received_at) SELECT org_id, id, received_at FROM e`,
+        [org.orgId, id, payload],
+      );
+      return id;
+    };
+    const healthy: string[] = [];
+    for (let i = 0; i < 11; i++) healthy.push(await store('{"policy_name": "healthy"}'));
+    // Nested deeper than the stack of JSON.stringify: no envelope can be rendered for it.
+    const poisoned = await store(`{"deep": ${'['.repeat(5_000)}${']'.repeat(5_000)}}`);
+    const failures = async () =>
+      (await stack.engine.metrics.fanoutFailures.get()).values.reduce((n, v) => n + v.value, 0);
+    const before = await failures();
+    const holder = await pool.connect();
+    try {
+      // As in "fan-out rounds": two rounds wait for the webhook's row, the other ten jobs (the poisoned one last)
+      // wait for them and then go as one round, which fails on the poisoned event.
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM webhooks WHERE id = $1 FOR UPDATE', [hook.id]);
+      await stack.engine.queues.fanout(org.orgId, [...healthy, poisoned], { chunk: 1 });
+      await until(async () => {
+        const counts = await stack.engine.queues.counts('fanout', 'wait', 'active');
+        return counts.wait === 0 && counts.active === 12 ? true : undefined;
+      });
+      await holder.query('COMMIT');
+      await until(() => (receiver.requests.length >= 11 ? true : undefined));
+      expect(receiver.requests.map((r) => JSON.parse(r.body).data.id).sort()).toEqual([...healthy].sort());
+      // One failure, the poisoned job's own run; no other job's event was counted or left pending.
+      const { rows } = await pool.query<{ event_id: string; attempts: number; last_error: string | null }>(
+        'SELECT event_id, attempts, last_error FROM pending_fanout WHERE org_id = $1',
+        [org.orgId],
+      );
+      expect(rows).toEqual([
+        { event_id: poisoned, attempts: 1, last_error: 'RangeError: Maximum call stack size exceeded' },
+      ]);
+      expect((await failures()) - before).toBe(1);
     } finally {
       await holder.query('ROLLBACK').catch(() => undefined);
       holder.release();

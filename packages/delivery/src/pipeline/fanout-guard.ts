@@ -1,7 +1,7 @@
 import { isDatabaseUnavailable } from '@gatehook/db/errors';
 import { recordFanoutFailures, startFanoutRuns, type FanoutAttempts } from '@gatehook/db/fanout-parking';
 import type { EngineContext } from '../context';
-import { fanOut } from './fanout';
+import { describeFailure, fanOut } from './fanout';
 import type { FanoutRounds } from './fanout-rounds';
 import { MAX_FANOUT_ATTEMPTS } from '../tunables';
 
@@ -85,13 +85,13 @@ async function isolating(
   } catch (error) {
     if (isDatabaseUnavailable(error)) throw error;
     if (eventIds.length === 1) {
-      failures.push({ eventId: eventIds[0]!, error: describe(error) });
+      failures.push({ eventId: eventIds[0]!, error: describeFailure(error) });
       return { events: 0, deliveries: 0 };
     }
     // Once per job: what failed after its commit (Redis away) shows here only, as its halves find nothing left to do.
     if (whole)
       ctx.logger?.warn(
-        { orgId, events: eventIds.length, err: describe(error) },
+        { orgId, events: eventIds.length, err: describeFailure(error) },
         'fan-out run failed; running its events in halves to isolate the cause',
       );
     const half = Math.ceil(eventIds.length / 2);
@@ -99,10 +99,6 @@ async function isolating(
     const second = await isolating(ctx, orgId, eventIds.slice(half), failures);
     return { events: first.events + second.events, deliveries: first.deliveries + second.deliveries };
   }
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
 function report(ctx: EngineContext, orgId: string, event: FanoutAttempts, error: string): void {

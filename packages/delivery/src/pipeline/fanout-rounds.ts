@@ -2,7 +2,7 @@ import { GroupCommit } from '@gatehook/core/group-commit';
 import { isDatabaseUnavailable } from '@gatehook/db/errors';
 import type { EngineContext } from '../context';
 import { DELIVER_CHUNK } from '../tunables';
-import { fanOut, fanOutEvents } from './fanout';
+import { describeFailure, fanOut, fanOutEvents } from './fanout';
 
 /** Most fan-out rounds of one organisation in flight at once in a process. */
 const ROUNDS_IN_FLIGHT = 2;
@@ -48,11 +48,6 @@ export class FanoutRounds {
     return settled.ok;
   }
 
-  /** Organisations with rounds in flight or waiting (for tests). */
-  get organisations(): number {
-    return this.byOrg.size;
-  }
-
   private async round(orgId: string, jobs: (readonly string[])[]): Promise<Settled[]> {
     if (jobs.length === 1) return [await settle(fanOut(this.ctx, orgId, jobs[0]!))];
     let done;
@@ -60,6 +55,11 @@ export class FanoutRounds {
       done = await fanOutEvents(this.ctx, orgId, [...new Set(jobs.flat())]);
     } catch (error) {
       if (isDatabaseUnavailable(error)) return jobs.map(() => ({ error }));
+      // What failed after the round's commit (Redis away) shows only here: the jobs then find nothing left to do.
+      this.ctx.logger?.warn(
+        { orgId, jobs: jobs.length, err: describeFailure(error) },
+        'fan-out round failed; running each of its jobs again on its own events',
+      );
       return Promise.all(jobs.map((ids) => settle(fanOut(this.ctx, orgId, ids))));
     }
     const claimed = new Set(done.claimed);

@@ -113,3 +113,8 @@ export async function fanOutEvents(
   }
   return { claimed: committed.claimed, created: deliveries.filter((d) => created.has(d.id)).map((d) => d.eventIds) };
 }
+
+/** A failed fan-out run's error as logged and recorded: its name and message. */
+export function describeFailure(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
