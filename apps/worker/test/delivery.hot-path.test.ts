@@ -202,12 +202,32 @@ async function quietOrgWithWebhook() {
   return { org, receiver, hook: { id: created.body.id as string } };
 }
 
+/**
+ * Waits until every one of `jobs` fan-out jobs is taken and `rounds` fan-outs wait for a row the test holds (their
+ * commit's key check); the other jobs then wait for those rounds, not for Postgres.
+ */
+async function roundsWaitingForTheRow(jobs: number, rounds: number): Promise<void> {
+  await until(async () => {
+    const counts = await stack.engine.queues.counts('fanout', 'wait', 'active');
+    return counts.wait === 0 && counts.active === jobs ? true : undefined;
+  });
+  await until(async () => {
+    const { rows } = await sqlPool(stack.api.db).query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+       WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%DELETE FROM pending_fanout%'`,
+    );
+    return rows[0]!.n >= rounds ? true : undefined;
+  });
+}
+
 describe('fan-out rounds', () => {
-  it('small fan-out jobs of an organisation that queue up behind two running ones go in one round, each event delivered once', async () => {
+  it('small fan-out jobs of an organisation that queue up behind its running rounds go in one round, each event delivered once', async () => {
     const { org, receiver, hook } = await quietOrgWithWebhook();
     const pool = sqlPool(stack.api.db);
+    // Rounds of an organisation in flight at once: one per render thread.
+    const inFlight = stack.config.RENDER_THREADS;
     const at = new Date();
-    const events = Array.from({ length: 12 }, () => outboxEvent(org.orgId, uuidv7(), at, 'policy.created'));
+    const events = Array.from({ length: inFlight + 10 }, () => outboxEvent(org.orgId, uuidv7(), at, 'policy.created'));
     const ids = events.map((e) => e.data.id);
     // Stored as ingestion stores them, without the API's fan-out job: the test enqueues one job per event below.
     await insertAuditEvents(pool, events);
@@ -217,24 +237,12 @@ describe('fan-out rounds', () => {
       await holder.query('BEGIN');
       await holder.query('SELECT 1 FROM webhooks WHERE id = $1 FOR UPDATE', [hook.id]);
       await stack.engine.queues.fanout(org.orgId, ids, { chunk: 1 });
-      // Every job taken, and two rounds waiting for the row; the other ten jobs wait for those, not for Postgres.
-      await until(async () => {
-        const counts = await stack.engine.queues.counts('fanout', 'wait', 'active');
-        return counts.wait === 0 && counts.active === 12 ? true : undefined;
-      });
-      const waiting = async () => {
-        const { rows } = await pool.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity
-           WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%DELETE FROM pending_fanout%'`,
-        );
-        return rows[0]!.n;
-      };
-      await until(async () => ((await waiting()) >= 2 ? true : undefined));
+      await roundsWaitingForTheRow(ids.length, inFlight);
       const released = Date.now();
       await holder.query('COMMIT');
-      await until(() => (receiver.requests.length >= 12 ? true : undefined));
-      // created_at: the instant its fan-out round started (this process's clock). The two rounds that waited for the
-      // row started before it was let go; the ten jobs behind them went in one round, started after. Without rounds,
+      await until(() => (receiver.requests.length >= ids.length ? true : undefined));
+      // created_at: the instant its fan-out round started (this process's clock). The rounds that waited for the row
+      // started before it was let go; the ten jobs behind them went in one round, started after. Without rounds,
       // every job would have started its own fan-out at once, all before.
       const { rows } = await pool.query<{ event_ids: string[]; created_at: Date }>(
         'SELECT event_ids, created_at FROM deliveries WHERE webhook_id = $1',
@@ -267,8 +275,9 @@ describe('a fan-out round that fails', () => {
       );
       return id;
     };
+    const inFlight = stack.config.RENDER_THREADS;
     const healthy: string[] = [];
-    for (let i = 0; i < 11; i++) healthy.push(await store('{"policy_name": "healthy"}'));
+    for (let i = 0; i < inFlight + 9; i++) healthy.push(await store('{"policy_name": "healthy"}'));
     // Nested deeper than the stack of JSON.stringify: no envelope can be rendered for it.
     const poisoned = await store(`{"deep": ${'['.repeat(5_000)}${']'.repeat(5_000)}}`);
     const failures = async () =>
@@ -276,17 +285,14 @@ describe('a fan-out round that fails', () => {
     const before = await failures();
     const holder = await pool.connect();
     try {
-      // As in "fan-out rounds": two rounds wait for the webhook's row, the other ten jobs (the poisoned one last)
-      // wait for them and then go as one round, which fails on the poisoned event.
+      // As in "fan-out rounds": the first rounds wait for the webhook's row, the other ten jobs (the poisoned one
+      // last) wait for them and then go as one round, which fails on the poisoned event.
       await holder.query('BEGIN');
       await holder.query('SELECT 1 FROM webhooks WHERE id = $1 FOR UPDATE', [hook.id]);
       await stack.engine.queues.fanout(org.orgId, [...healthy, poisoned], { chunk: 1 });
-      await until(async () => {
-        const counts = await stack.engine.queues.counts('fanout', 'wait', 'active');
-        return counts.wait === 0 && counts.active === 12 ? true : undefined;
-      });
+      await roundsWaitingForTheRow(healthy.length + 1, inFlight);
       await holder.query('COMMIT');
-      await until(() => (receiver.requests.length >= 11 ? true : undefined));
+      await until(() => (receiver.requests.length >= healthy.length ? true : undefined));
       expect(receiver.requests.map((r) => JSON.parse(r.body).data.id).sort()).toEqual([...healthy].sort());
       // One failure, the poisoned job's own run; no other job's event was counted or left pending.
       const { rows } = await pool.query<{ event_id: string; attempts: number; last_error: string | null }>(

@@ -4,15 +4,13 @@ import type { EngineContext } from '../context';
 import { DELIVER_CHUNK } from '../tunables';
 import { describeFailure, fanOut, fanOutEvents } from './fanout';
 
-/** Most fan-out rounds of one organisation in flight at once in a process. */
-const ROUNDS_IN_FLIGHT = 2;
-
 type Settled = { ok: { events: number; deliveries: number } } | { error: unknown };
 
 /**
  * Fan-out jobs of one organisation gathered into rounds: a group commit per organisation (GroupCommit). A job runs
- * at once while fewer than two rounds of its organisation are in flight in this process; otherwise it waits for
- * one of them to end and goes with every job of the organisation that came meanwhile, as one fan-out (one read,
+ * at once while fewer rounds of its organisation are in flight in this process than it has render threads (each
+ * round's plan runs on one thread at a time, so an organisation keeps the render parallelism one job each gave it);
+ * otherwise it waits for one of them to end and goes with every job of the organisation that came meanwhile, as one fan-out (one read,
  * one render task, one commit) of at most DELIVER_CHUNK events, so that the deliveries of a round still start
  * in this process. Under no load nothing waits; when a worker falls behind a stream of small jobs (a few events
  * each, as the API enqueues them at a few hundred single-event requests a second), the statements and render tasks
@@ -33,7 +31,7 @@ export class FanoutRounds {
     if (rounds === undefined) {
       const created: GroupCommit<readonly string[], Settled> = new GroupCommit((jobs) => this.round(orgId, jobs), {
         maxBatch: DELIVER_CHUNK,
-        maxConcurrent: ROUNDS_IN_FLIGHT,
+        maxConcurrent: this.ctx.render.threads,
         weigh: (ids) => ids.length,
         // An organisation's rounds are kept only while it has some: thousands of tenants leave nothing behind.
         onIdle: () => {
