@@ -132,6 +132,10 @@ async function runOnServers(
     DELIVERY_RETRY_SCHEDULE: '0,1,1,1,1,1,1,1',
     DELIVERY_TIMEOUT_MS: '2000',
     RECONCILE_INTERVAL_MS: '500',
+    // No scenario breaks the rate limit check: without a gRPC port an API starts without the gRPC path's warm-up
+    // (apps/api/src/grpc/warm-up.ts, seconds of CPU on a 2-core machine), which would otherwise run beside the other
+    // processes of its scenario and of the other lane at every start and restart.
+    GRPC_PORT: '0',
     NODE_ENV: 'test',
   };
   const c: Chaos = {

@@ -181,7 +181,7 @@ export async function startPostgresServer(): Promise<PostgresServer> {
 
 export interface ServiceProcess {
   port: number;
-  /** The API's gRPC port (CONTRACT 19): a free one unless the env names GRPC_PORT; 0 for a worker. */
+  /** The API's gRPC port (CONTRACT 19): a free one unless the env names GRPC_PORT (0: none); 0 for a worker. */
   grpcPort: number;
   /** The OS process id (benchmarks read its CPU time from /proc). */
   pid: number;
@@ -212,7 +212,9 @@ export async function startServiceProcess(app: 'api' | 'worker', env: Record<str
   for (let attempt = 1; ; attempt += 1) {
     const started = await startOnce(app, env);
     if ('process' in started) return started.process;
-    if (!started.portTaken || env.GRPC_PORT !== undefined || attempt >= 3) throw started.error;
+    // A GRPC_PORT the caller named may be the port taken, and is not the kit's to change (0 means no gRPC port).
+    const fixedGrpcPort = env.GRPC_PORT !== undefined && env.GRPC_PORT !== '0';
+    if (!started.portTaken || fixedGrpcPort || attempt >= 3) throw started.error;
   }
 }
 
