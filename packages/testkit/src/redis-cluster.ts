@@ -52,6 +52,56 @@ function alive(pid: number): boolean {
   }
 }
 
+/** A node whose port or cluster bus port (port + 10000) was taken before it bound them is started on others. */
+const NODE_START_TRIES = 3;
+
+/**
+ * Starts one cluster node (daemonized, no persistence, its pid file and log in `dir`) on a free port not in `taken`,
+ * and waits until it answers. A free port can be taken before the node binds it, and so can its bus port, which
+ * nothing checks beforehand (an outgoing connection's local port among others): a node whose log says so is started
+ * again on fresh ports.
+ */
+async function startNode(dir: string, taken: readonly number[], nodeTimeoutMs: number): Promise<number> {
+  for (let attempt = 1; ; attempt += 1) {
+    const port = await freePort();
+    if (port + 10_000 > 65_535 || taken.includes(port)) continue;
+    const log = path.join(dir, `redis-${port}.log`);
+    await run('redis-server', [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      path.join(dir, `nodes-${port}.conf`),
+      '--cluster-node-timeout',
+      String(nodeTimeoutMs),
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--daemonize',
+      'yes',
+      '--pidfile',
+      path.join(dir, `redis-${port}.pid`),
+      '--logfile',
+      log,
+    ]);
+    const portTaken = () => existsSync(log) && readFileSync(log, 'utf8').includes('Address already in use');
+    let answered = false;
+    await waitFor(
+      async () => portTaken() || (answered = (await cli(port, 'ping')).trim() === 'PONG'),
+      10_000,
+      `redis ${port}`,
+    );
+    if (answered) return port;
+    if (attempt >= NODE_START_TRIES) throw new Error(`redis ${port}: its port or bus port was taken ${attempt} times`);
+  }
+}
+
 /**
  * Starts `masters` masters with `replicasPerMaster` replicas each (redis-server --cluster-enabled, no persistence,
  * daemonized with a pid file in a temp dir), creates the cluster and waits until every node says it is ok.
@@ -64,12 +114,6 @@ export async function startRedisCluster(
   const count = masters * (1 + replicasPerMaster);
   const dir = mkdtempSync(path.join(tmpdir(), 'gatehook-cluster-'));
   const ports: number[] = [];
-  while (ports.length < count) {
-    const port = await freePort();
-    // The cluster bus listens on port + 10000: both must be free, and distinct from the other nodes'.
-    if (port + 10_000 > 65_535 || ports.includes(port)) continue;
-    ports.push(port);
-  }
   const stopAll = async () => {
     for (const port of ports) {
       const file = path.join(dir, `redis-${port}.pid`);
@@ -80,34 +124,7 @@ export async function startRedisCluster(
     }
   };
   try {
-    for (const port of ports) {
-      await run('redis-server', [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        path.join(dir, `nodes-${port}.conf`),
-        '--cluster-node-timeout',
-        String(options.nodeTimeoutMs ?? 2_000),
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--dir',
-        dir,
-        '--daemonize',
-        'yes',
-        '--pidfile',
-        path.join(dir, `redis-${port}.pid`),
-        '--logfile',
-        path.join(dir, `redis-${port}.log`),
-      ]);
-    }
-    for (const port of ports)
-      await waitFor(async () => (await cli(port, 'ping')).trim() === 'PONG', 10_000, `redis ${port}`);
+    for (let node = 0; node < count; node += 1) ports.push(await startNode(dir, ports, options.nodeTimeoutMs ?? 2_000));
     await run(
       'redis-cli',
       [
